@@ -1,0 +1,478 @@
+package config
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clearEnv unsets every LEASEHOLD_* variable, POD_NAME, POD_NAMESPACE and the
+// unprefixed names envconfig could fall back to, for the duration of the
+// test. t.Setenv registers the restore (and forbids t.Parallel); the
+// following os.Unsetenv makes the variable truly unset, which envconfig
+// distinguishes from set-but-empty.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	names := []string{
+		"POD_NAME", "POD_NAMESPACE",
+		"LEASE_NAME", "LEASE_NAMESPACE", "IDENTITY", "LEASE_DURATION", "RENEW_DEADLINE",
+		"RETRY_PERIOD", "API_ADDR", "OPS_ADDR", "RELEASE_ON_SHUTDOWN", "LOG_LEVEL", "LOG_FORMAT",
+	}
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, Prefix+"_") {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		t.Setenv(name, "")
+		if err := os.Unsetenv(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// setEnv clears the environment, then sets env.
+func setEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	clearEnv(t)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+}
+
+// testLoader never touches the real host: a fixed hostname and suffix, and a
+// namespace file that does not exist.
+func testLoader(t *testing.T) Loader {
+	return Loader{
+		Hostname:      func() (string, error) { return "host-1", nil },
+		NamespaceFile: filepath.Join(t.TempDir(), "absent"),
+		RandomSuffix:  func() string { return "abcd2345" },
+	}
+}
+
+// base is the minimal valid environment.
+func base() map[string]string {
+	return map[string]string{
+		"LEASEHOLD_LEASE_NAME":      "my-lease",
+		"LEASEHOLD_LEASE_NAMESPACE": "default",
+	}
+}
+
+func with(kv ...string) map[string]string {
+	env := base()
+	for i := 0; i < len(kv); i += 2 {
+		env[kv[i]] = kv[i+1]
+	}
+	return env
+}
+
+func TestDefaults(t *testing.T) {
+	setEnv(t, base())
+	c, err := testLoader(t).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		LeaseName:         "my-lease",
+		LeaseNamespace:    "default",
+		Identity:          "host-1_abcd2345",
+		LeaseDuration:     15 * time.Second,
+		RenewDeadline:     10 * time.Second,
+		RetryPeriod:       2 * time.Second,
+		APIAddr:           "127.0.0.1:4040",
+		OpsAddr:           ":4041",
+		ReleaseOnShutdown: true,
+		LogLevel:          slog.LevelInfo,
+		LogFormat:         "json",
+	}
+	if c != want {
+		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+}
+
+func TestAllVariablesHonored(t *testing.T) {
+	setEnv(t, map[string]string{
+		"LEASEHOLD_LEASE_NAME":          "other.lease",
+		"LEASEHOLD_LEASE_NAMESPACE":     "kube-system",
+		"LEASEHOLD_IDENTITY":            "me",
+		"LEASEHOLD_LEASE_DURATION":      "30s",
+		"LEASEHOLD_RENEW_DEADLINE":      "20s",
+		"LEASEHOLD_RETRY_PERIOD":        "5s",
+		"LEASEHOLD_API_ADDR":            "[::1]:8080",
+		"LEASEHOLD_OPS_ADDR":            "localhost:9090",
+		"LEASEHOLD_RELEASE_ON_SHUTDOWN": "false",
+		"LEASEHOLD_LOG_LEVEL":           "DEBUG",
+		"LEASEHOLD_LOG_FORMAT":          "Text",
+	})
+	c, err := testLoader(t).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		LeaseName:         "other.lease",
+		LeaseNamespace:    "kube-system",
+		Identity:          "me",
+		LeaseDuration:     30 * time.Second,
+		RenewDeadline:     20 * time.Second,
+		RetryPeriod:       5 * time.Second,
+		APIAddr:           "[::1]:8080",
+		OpsAddr:           "localhost:9090",
+		ReleaseOnShutdown: false,
+		LogLevel:          slog.LevelDebug,
+		LogFormat:         "text",
+	}
+	if c != want {
+		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+}
+
+// Unprefixed variables of the same names must not configure the sidecar
+// (envconfig falls back to them when a field has an `envconfig:"NAME"` tag).
+func TestUnprefixedVariablesIgnored(t *testing.T) {
+	setEnv(t, with(
+		"LEASE_DURATION", "abc",
+		"LOG_LEVEL", "bogus",
+		"IDENTITY", "",
+		"API_ADDR", "nonsense",
+		"RELEASE_ON_SHUTDOWN", "false",
+	))
+	c, err := testLoader(t).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LeaseDuration != 15*time.Second || c.LogLevel != slog.LevelInfo || c.Identity != "host-1_abcd2345" ||
+		c.APIAddr != "127.0.0.1:4040" || !c.ReleaseOnShutdown {
+		t.Errorf("unprefixed variables leaked into %+v", c)
+	}
+}
+
+func TestLogLevels(t *testing.T) {
+	for in, want := range map[string]slog.Level{
+		"debug": slog.LevelDebug, "Info": slog.LevelInfo, "WARN": slog.LevelWarn, "error": slog.LevelError,
+	} {
+		setEnv(t, with("LEASEHOLD_LOG_LEVEL", in))
+		c, err := testLoader(t).Load()
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if c.LogLevel != want {
+			t.Errorf("%s: got %v, want %v", in, c.LogLevel, want)
+		}
+	}
+}
+
+func TestValidAddrs(t *testing.T) {
+	for _, addr := range []string{":0", ":65535", "0.0.0.0:80", "[::]:80", "[fe80::1%eth0]:80", "My-Host.example.com:80", "localhost:4040"} {
+		setEnv(t, with("LEASEHOLD_API_ADDR", addr, "LEASEHOLD_OPS_ADDR", addr))
+		if _, err := testLoader(t).Load(); err != nil {
+			t.Errorf("%q: %v", addr, err)
+		}
+	}
+}
+
+// TestBoundaries covers the edges of the timing rules that must pass.
+func TestBoundaries(t *testing.T) {
+	for _, tc := range []struct{ lease, renew, retry string }{
+		{"1s", "600ms", "200ms"},       // 600ms > 1.2×200ms=240ms; 800ms < 1s
+		{"15s", "2401ms", "2s"},        // just over 1.2×retry
+		{"15s", "12999ms", "2s"},       // renew+retry just under lease
+		{"2562047h", "2000000h", "1h"}, // near the int64 limit: no overflow
+	} {
+		setEnv(t, with("LEASEHOLD_LEASE_DURATION", tc.lease, "LEASEHOLD_RENEW_DEADLINE", tc.renew, "LEASEHOLD_RETRY_PERIOD", tc.retry))
+		if _, err := testLoader(t).Load(); err != nil {
+			t.Errorf("%+v: %v", tc, err)
+		}
+	}
+}
+
+func TestRules(t *testing.T) {
+	long := strings.Repeat("x", 254)
+	tests := []struct {
+		name string
+		env  map[string]string
+		// file, if non-nil, is written to the namespace file.
+		file     *string
+		hostname func() (string, error)
+		wantVar  string
+		// wantIn are substrings the message must contain.
+		wantIn []string
+	}{
+		// envconfig parse errors.
+		{name: "duration unparsable", env: with("LEASEHOLD_LEASE_DURATION", "abc"),
+			wantVar: "LEASEHOLD_LEASE_DURATION", wantIn: []string{`"abc"`}},
+		{name: "duration set empty", env: with("LEASEHOLD_RETRY_PERIOD", ""),
+			wantVar: "LEASEHOLD_RETRY_PERIOD", wantIn: []string{`""`}},
+		{name: "bool unparsable", env: with("LEASEHOLD_RELEASE_ON_SHUTDOWN", "yes please"),
+			wantVar: "LEASEHOLD_RELEASE_ON_SHUTDOWN", wantIn: []string{`"yes please"`}},
+
+		// 1. Lease name.
+		{name: "lease name missing", env: map[string]string{"LEASEHOLD_LEASE_NAMESPACE": "default"},
+			wantVar: "LEASEHOLD_LEASE_NAME", wantIn: []string{"required"}},
+		{name: "lease name invalid", env: with("LEASEHOLD_LEASE_NAME", "My_Lease"),
+			wantVar: "LEASEHOLD_LEASE_NAME", wantIn: []string{`"My_Lease"`, "DNS subdomain"}},
+		{name: "lease name too long", env: with("LEASEHOLD_LEASE_NAME", long),
+			wantVar: "LEASEHOLD_LEASE_NAME", wantIn: []string{long}},
+
+		// 2. Namespace.
+		{name: "namespace unresolvable", env: map[string]string{"LEASEHOLD_LEASE_NAME": "l"},
+			wantVar: "LEASEHOLD_LEASE_NAMESPACE", wantIn: []string{"POD_NAMESPACE", "absent"}},
+		{name: "namespace file empty", env: map[string]string{"LEASEHOLD_LEASE_NAME": "l"}, file: ptr(" \n"),
+			wantVar: "LEASEHOLD_LEASE_NAMESPACE", wantIn: []string{"empty"}},
+		{name: "namespace invalid", env: with("LEASEHOLD_LEASE_NAMESPACE", "a.b"),
+			wantVar: "LEASEHOLD_LEASE_NAMESPACE", wantIn: []string{`"a.b"`, "DNS label", "LEASEHOLD_LEASE_NAMESPACE"}},
+		{name: "pod namespace invalid", env: map[string]string{"LEASEHOLD_LEASE_NAME": "l", "POD_NAMESPACE": "Prod"},
+			wantVar: "LEASEHOLD_LEASE_NAMESPACE", wantIn: []string{`"Prod"`, "from POD_NAMESPACE"}},
+		{name: "namespace file invalid", env: map[string]string{"LEASEHOLD_LEASE_NAME": "l"}, file: ptr("bad_ns\n"),
+			wantVar: "LEASEHOLD_LEASE_NAMESPACE", wantIn: []string{`"bad_ns"`, "namespace"}},
+
+		// 3. Identity.
+		{name: "identity empty", env: with("LEASEHOLD_IDENTITY", ""),
+			wantVar: "LEASEHOLD_IDENTITY", wantIn: []string{`""`, "blank"}},
+		{name: "identity blank", env: with("LEASEHOLD_IDENTITY", " \t"),
+			wantVar: "LEASEHOLD_IDENTITY", wantIn: []string{`" \t"`, "blank"}},
+		{name: "identity too long", env: with("LEASEHOLD_IDENTITY", long),
+			wantVar: "LEASEHOLD_IDENTITY", wantIn: []string{"254", "253"}},
+		{name: "hostname fails", env: base(), hostname: func() (string, error) { return "", errors.New("uts broken") },
+			wantVar: "LEASEHOLD_IDENTITY", wantIn: []string{"uts broken"}},
+		{name: "hostname empty", env: base(), hostname: func() (string, error) { return "", nil },
+			wantVar: "LEASEHOLD_IDENTITY", wantIn: []string{"hostname is empty"}},
+
+		// 4. Lease duration.
+		{name: "lease duration fractional", env: with("LEASEHOLD_LEASE_DURATION", "15500ms"),
+			wantVar: "LEASEHOLD_LEASE_DURATION", wantIn: []string{"15.5s", "whole"}},
+		{name: "lease duration under 1s", env: with("LEASEHOLD_LEASE_DURATION", "0s"),
+			wantVar: "LEASEHOLD_LEASE_DURATION", wantIn: []string{"(0s)"}},
+		{name: "lease duration negative", env: with("LEASEHOLD_LEASE_DURATION", "-15s"),
+			wantVar: "LEASEHOLD_LEASE_DURATION", wantIn: []string{"(-15s)"}},
+
+		// 5. Retry period.
+		{name: "retry period zero", env: with("LEASEHOLD_RETRY_PERIOD", "0s"),
+			wantVar: "LEASEHOLD_RETRY_PERIOD", wantIn: []string{"retryPeriod (0s)"}},
+		{name: "retry period negative", env: with("LEASEHOLD_RETRY_PERIOD", "-1s"),
+			wantVar: "LEASEHOLD_RETRY_PERIOD", wantIn: []string{"retryPeriod (-1s)"}},
+
+		// 6. renewDeadline > 1.2 × retryPeriod.
+		{name: "renew equals 1.2 retry", env: with("LEASEHOLD_RENEW_DEADLINE", "2400ms"),
+			wantVar: "LEASEHOLD_RENEW_DEADLINE", wantIn: []string{"renewDeadline (2.4s)", "1.2", "retryPeriod (2s)"}},
+		{name: "renew below retry", env: with("LEASEHOLD_RENEW_DEADLINE", "1s"),
+			wantVar: "LEASEHOLD_RENEW_DEADLINE", wantIn: []string{"renewDeadline (1s)", "retryPeriod (2s)"}},
+		{name: "renew negative", env: with("LEASEHOLD_RENEW_DEADLINE", "-10s"),
+			wantVar: "LEASEHOLD_RENEW_DEADLINE", wantIn: []string{"renewDeadline (-10s)"}},
+		{name: "renew 1.2 retry huge", env: with("LEASEHOLD_LEASE_DURATION", "2562047h", "LEASEHOLD_RENEW_DEADLINE", "2000000h", "LEASEHOLD_RETRY_PERIOD", "1800000h"),
+			wantVar: "LEASEHOLD_RENEW_DEADLINE", wantIn: []string{"1.2"}},
+
+		// 7. renewDeadline + retryPeriod < leaseDuration.
+		{name: "renew plus retry equals lease", env: with("LEASEHOLD_RENEW_DEADLINE", "13s"),
+			wantVar: "LEASEHOLD_RENEW_DEADLINE", wantIn: []string{"renewDeadline (13s) + retryPeriod (2s) must be less than leaseDuration (15s)"}},
+		{name: "renew plus retry exceeds lease", env: with("LEASEHOLD_RENEW_DEADLINE", "10s", "LEASEHOLD_RETRY_PERIOD", "6s"),
+			wantVar: "LEASEHOLD_RENEW_DEADLINE", wantIn: []string{"renewDeadline (10s) + retryPeriod (6s) must be less than leaseDuration (15s)"}},
+		{name: "renew beyond lease", env: with("LEASEHOLD_RENEW_DEADLINE", "20s"),
+			wantVar: "LEASEHOLD_RENEW_DEADLINE", wantIn: []string{"renewDeadline (20s)", "leaseDuration (15s)"}},
+
+		// 8. Addresses.
+		{name: "api addr no port", env: with("LEASEHOLD_API_ADDR", "127.0.0.1"),
+			wantVar: "LEASEHOLD_API_ADDR", wantIn: []string{`"127.0.0.1"`, "host:port"}},
+		{name: "api addr port out of range", env: with("LEASEHOLD_API_ADDR", "127.0.0.1:65536"),
+			wantVar: "LEASEHOLD_API_ADDR", wantIn: []string{`"65536"`, "0 to 65535"}},
+		{name: "api addr port empty", env: with("LEASEHOLD_API_ADDR", "127.0.0.1:"),
+			wantVar: "LEASEHOLD_API_ADDR", wantIn: []string{`port ""`}},
+		{name: "api addr named port", env: with("LEASEHOLD_API_ADDR", ":http"),
+			wantVar: "LEASEHOLD_API_ADDR", wantIn: []string{`"http"`}},
+		{name: "api addr bad host", env: with("LEASEHOLD_API_ADDR", "bad_host:80"),
+			wantVar: "LEASEHOLD_API_ADDR", wantIn: []string{`"bad_host"`}},
+		{name: "ops addr negative port", env: with("LEASEHOLD_OPS_ADDR", ":-1"),
+			wantVar: "LEASEHOLD_OPS_ADDR", wantIn: []string{`"-1"`}},
+		{name: "ops addr too many colons", env: with("LEASEHOLD_OPS_ADDR", "::1:80"),
+			wantVar: "LEASEHOLD_OPS_ADDR", wantIn: []string{`"::1:80"`}},
+
+		// 9. Logging.
+		{name: "log level unknown", env: with("LEASEHOLD_LOG_LEVEL", "trace"),
+			wantVar: "LEASEHOLD_LOG_LEVEL", wantIn: []string{`"trace"`}},
+		{name: "log level with offset", env: with("LEASEHOLD_LOG_LEVEL", "info+2"),
+			wantVar: "LEASEHOLD_LOG_LEVEL", wantIn: []string{`"info+2"`}},
+		{name: "log format unknown", env: with("LEASEHOLD_LOG_FORMAT", "logfmt"),
+			wantVar: "LEASEHOLD_LOG_FORMAT", wantIn: []string{`"logfmt"`}},
+
+		// Order: the first broken rule is reported.
+		{name: "order name before namespace", env: map[string]string{"LEASEHOLD_LEASE_NAME": "Bad"},
+			wantVar: "LEASEHOLD_LEASE_NAME"},
+		{name: "order duration before addr", env: with("LEASEHOLD_LEASE_DURATION", "1500ms", "LEASEHOLD_API_ADDR", "x"),
+			wantVar: "LEASEHOLD_LEASE_DURATION"},
+		{name: "order api before ops", env: with("LEASEHOLD_API_ADDR", "x", "LEASEHOLD_OPS_ADDR", "y"),
+			wantVar: "LEASEHOLD_API_ADDR"},
+		{name: "order level before format", env: with("LEASEHOLD_LOG_LEVEL", "x", "LEASEHOLD_LOG_FORMAT", "y"),
+			wantVar: "LEASEHOLD_LOG_LEVEL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			setEnv(t, tc.env)
+			l := testLoader(t)
+			if tc.file != nil {
+				l.NamespaceFile = filepath.Join(t.TempDir(), "namespace")
+				if err := os.WriteFile(l.NamespaceFile, []byte(*tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.hostname != nil {
+				l.Hostname = tc.hostname
+			}
+			c, err := l.Load()
+			if err == nil {
+				t.Fatalf("no error; got %+v", c)
+			}
+			if c != (Config{}) {
+				t.Errorf("non-zero Config returned with error: %+v", c)
+			}
+			ce, ok := errors.AsType[*Error](err)
+			if !ok {
+				t.Fatalf("error %v (%T) is not a *config.Error", err, err)
+			}
+			if ce.Var != tc.wantVar {
+				t.Errorf("Var = %q, want %q (error: %v)", ce.Var, tc.wantVar, err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, tc.wantVar+": ") {
+				t.Errorf("message %q does not start with %q", msg, tc.wantVar+": ")
+			}
+			if strings.ContainsAny(msg, "\r\n") {
+				t.Errorf("message is not one line: %q", msg)
+			}
+			for _, s := range tc.wantIn {
+				if !strings.Contains(msg, s) {
+					t.Errorf("message %q does not contain %q", msg, s)
+				}
+			}
+		})
+	}
+}
+
+func TestErrorOneLine(t *testing.T) {
+	err := &Error{Var: "LEASEHOLD_X", Rule: "a\nb\r\nc"}
+	if got, want := err.Error(), "LEASEHOLD_X: a b c"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestIdentityFromPodName(t *testing.T) {
+	setEnv(t, with("POD_NAME", "web-7d9f-xk2p"))
+	c, err := testLoader(t).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Identity != "web-7d9f-xk2p_abcd2345" {
+		t.Errorf("Identity = %q", c.Identity)
+	}
+}
+
+func TestIdentityHostnameFallback(t *testing.T) {
+	setEnv(t, with("POD_NAME", "")) // set but empty counts as unset
+	c, err := testLoader(t).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Identity != "host-1_abcd2345" {
+		t.Errorf("Identity = %q", c.Identity)
+	}
+}
+
+// The real suffix: 8 lower-case base32 characters, different for each load,
+// and never a bare pod name or hostname.
+func TestIdentityRandomSuffix(t *testing.T) {
+	setEnv(t, with("POD_NAME", "web-0"))
+	re := regexp.MustCompile(`^web-0_[a-z2-7]{8}$`)
+	l := testLoader(t)
+	l.RandomSuffix = nil
+	seen := map[string]bool{}
+	for range 2 {
+		c, err := l.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !re.MatchString(c.Identity) {
+			t.Errorf("Identity %q does not match %s", c.Identity, re)
+		}
+		seen[c.Identity] = true
+	}
+	if len(seen) != 2 {
+		t.Errorf("two loads gave the same identity: %v", seen)
+	}
+
+	// Zero Loader: real hostname, never bare.
+	clearEnv(t)
+	t.Setenv("LEASEHOLD_LEASE_NAME", "l")
+	t.Setenv("LEASEHOLD_LEASE_NAMESPACE", "default")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no hostname:", err)
+	}
+	if !regexp.MustCompile(`^` + regexp.QuoteMeta(host) + `_[a-z2-7]{8}$`).MatchString(c.Identity) {
+		t.Errorf("Identity = %q, want %q + _ + 8 random chars", c.Identity, host)
+	}
+}
+
+func TestIdentityOverrideVerbatim(t *testing.T) {
+	const id = "  Some Identity/with:odd chars  "
+	setEnv(t, with("LEASEHOLD_IDENTITY", id, "POD_NAME", "web-0"))
+	c, err := testLoader(t).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Identity != id {
+		t.Errorf("Identity = %q, want %q", c.Identity, id)
+	}
+}
+
+func TestNamespaceFallbacks(t *testing.T) {
+	nsFile := filepath.Join(t.TempDir(), "namespace")
+	if err := os.WriteFile(nsFile, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"variable wins", map[string]string{"LEASEHOLD_LEASE_NAMESPACE": "from-var", "POD_NAMESPACE": "from-pod"}, "from-var"},
+		{"POD_NAMESPACE", map[string]string{"POD_NAMESPACE": "from-pod"}, "from-pod"},
+		{"empty variable falls back", map[string]string{"LEASEHOLD_LEASE_NAMESPACE": "", "POD_NAMESPACE": "from-pod"}, "from-pod"},
+		{"file", nil, "from-file"},
+		{"file after empty POD_NAMESPACE", map[string]string{"POD_NAMESPACE": ""}, "from-file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"LEASEHOLD_LEASE_NAME": "l"}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			setEnv(t, env)
+			l := testLoader(t)
+			l.NamespaceFile = nsFile
+			c, err := l.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.LeaseNamespace != tc.want {
+				t.Errorf("LeaseNamespace = %q, want %q", c.LeaseNamespace, tc.want)
+			}
+		})
+	}
+
+	t.Run("none", func(t *testing.T) {
+		setEnv(t, map[string]string{"LEASEHOLD_LEASE_NAME": "l"})
+		_, err := testLoader(t).Load() // namespace file absent
+		if ce, ok := errors.AsType[*Error](err); !ok || ce.Var != "LEASEHOLD_LEASE_NAMESPACE" {
+			t.Errorf("err = %v, want *Error for LEASEHOLD_LEASE_NAMESPACE", err)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
