@@ -1,0 +1,294 @@
+package elect_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// A fresh Lease is created by the first candidate; its token is the
+// resourceVersion of that create and is published on the Lease; validity is
+// the write's send time + renewDeadline.
+func TestAcquireCreatesLeaseAndPublishesToken(t *testing.T) {
+	f := newFixture(t)
+	before := time.Now()
+	a := f.start("a")
+	s := a.waitFor(t, "a leads", leading)
+	after := time.Now()
+
+	if s.Holder != "a" || s.Term != 0 || s.Token == 0 {
+		t.Fatalf("snapshot after acquire: %+v", *s)
+	}
+	if s.ValidUntil.Before(before.Add(renewDeadline)) || s.ValidUntil.After(after.Add(renewDeadline)) {
+		t.Errorf("ValidUntil %v not within [%v, %v] (send time + renewDeadline)", s.ValidUntil, before.Add(renewDeadline), after.Add(renewDeadline))
+	}
+	lease := f.waitLease(func(l *coordinationv1.Lease) bool { return l.Annotations[fence.Annotation] != "" })
+	published, ok := fence.Published(lease.Annotations)
+	if !ok || published != s.Token {
+		t.Errorf("published token %q, want %d", lease.Annotations[fence.Annotation], s.Token)
+	}
+	if rv := mustToken(t, lease.ResourceVersion); s.Token >= rv {
+		t.Errorf("token %d is not the resourceVersion of an earlier write than the Lease's %d", s.Token, rv)
+	}
+}
+
+// Expiry is judged from the local time the record was observed, plus the
+// holder's duration; renewTime is never compared with the local clock, so a
+// holder whose clock is an hour off in either direction changes nothing.
+func TestExpiryIsJudgedFromObservationNotRenewTime(t *testing.T) {
+	for name, offset := range map[string]time.Duration{"renewTime an hour behind": -time.Hour, "renewTime an hour ahead": time.Hour} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			renew := metav1.NewMicroTime(time.Now().Add(offset))
+			if _, err := f.adminLeases().Create(t.Context(), &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: leaseName},
+				Spec: coordinationv1.LeaseSpec{
+					HolderIdentity: ptr.To("ghost"), LeaseDurationSeconds: ptr.To[int32](3),
+					AcquireTime: &renew, RenewTime: &renew,
+				},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			started := time.Now()
+			a := f.start("a")
+			a.waitFor(t, "a leads", leading)
+			waited := time.Since(started)
+			if waited < 3*time.Second {
+				t.Fatalf("took over after %v: before the holder's 3s counted from this instance's observation", waited)
+			}
+			if waited > 3*time.Second+generous/2 {
+				t.Fatalf("took over only after %v", waited)
+			}
+		})
+	}
+}
+
+// The leader renews with exactly one Update per renewal and no Get; a
+// watching candidate makes no request at all while the leader is healthy.
+func TestRenewalIsOneUpdateAndWatchingCandidatesDoNotPoll(t *testing.T) {
+	f := newFixture(t)
+	a := f.start("a")
+	a.waitFor(t, "a leads", leading)
+	b := f.start("b")
+	b.waitFor(t, "b watches", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+
+	aUpdates, aGets := a.requests.Count("update", ""), a.requests.Count("get", "")
+	bAll := b.requests.Count("", "")
+	start := a.Snapshot().RenewedAt
+	time.Sleep(10 * retryPeriod) // an observation window, not a synchronisation: counts are checked against the renewals that happened
+	renewals := float64(a.Snapshot().RenewedAt.Sub(start) / retryPeriod)
+
+	if got := a.requests.Count("update", "") - aUpdates; got < renewals || got > renewals+1 {
+		t.Errorf("leader made %v updates for about %v renewals", got, renewals)
+	}
+	if got := a.requests.Count("get", "") - aGets; got != 0 {
+		t.Errorf("leader made %v gets while renewing; want 0", got)
+	}
+	if got := b.requests.Count("", "") - bAll; got != 0 {
+		t.Errorf("watching candidate made %v requests; want 0", got)
+	}
+	if renewals < 5 {
+		t.Errorf("only %v renewals in the window", renewals)
+	}
+}
+
+// Another holder written by hand ends the term at once (seen by the watch),
+// not renewDeadline later; the instance then campaigns again and takes the
+// Lease when the intruder lets it expire, with a larger token.
+func TestStepsDownAtOnceOnTakeoverAndCampaignsAgain(t *testing.T) {
+	f := newFixture(t)
+	a := f.start("a")
+	first := a.waitFor(t, "a leads", leading)
+
+	f.edit(func(l *coordinationv1.Lease) {
+		now := metav1.NowMicro()
+		l.Spec.HolderIdentity, l.Spec.RenewTime = ptr.To("intruder"), &now
+	})
+	written := time.Now()
+	a.waitFor(t, "a steps down", notLeading)
+	if took := time.Since(written); took > retryPeriod {
+		t.Errorf("stepped down %v after the takeover; want well under a retry period", took)
+	}
+	if s := a.Snapshot(); s.Holder != "intruder" {
+		t.Errorf("holder after takeover: %q", s.Holder)
+	}
+
+	again := a.waitFor(t, "a leads again after the intruder's lease expires", leading)
+	if again.Token <= first.Token {
+		t.Errorf("token of the new term %d not above the old %d", again.Token, first.Token)
+	}
+	if again.Term <= first.Term {
+		t.Errorf("term %d not above %d", again.Term, first.Term)
+	}
+}
+
+// A deleted Lease ends the term at once; the instance recreates it in a new
+// term whose token is larger and whose term number continues.
+func TestStepsDownOnDeleteAndRecreatesWithLargerToken(t *testing.T) {
+	f := newFixture(t)
+	a := f.start("a")
+	first := a.waitFor(t, "a leads", leading)
+	if err := f.adminLeases().Delete(t.Context(), leaseName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	second := a.waitFor(t, "a leads a new term", func(s *elect.Snapshot) bool { return leading(s) && s.Token != first.Token })
+	if second.Token <= first.Token {
+		t.Errorf("token after recreate %d not above %d", second.Token, first.Token)
+	}
+	if second.Term != first.Term+1 {
+		t.Errorf("term after recreate %d, want %d (kept across the deletion)", second.Term, first.Term+1)
+	}
+}
+
+// Without list/watch permission the candidate polls every retryPeriod, and
+// the leader learns of a takeover from the 409 of its next renewal: the
+// fresh Get shows the other holder and the term ends there.
+func TestWithoutWatchPollsAndStepsDownOnConflict(t *testing.T) {
+	f := newFixture(t)
+	user, err := cluster.UserWithRole(t.Context(), f.namespace, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-watch"},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+			Verbs: []string{"get", "create", "update"},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.start("a", withUser(user))
+	a.waitFor(t, "a leads by polling", leading)
+	if a.Snapshot().WatchUp {
+		t.Fatal("watch reported up without list/watch permission")
+	}
+	f.edit(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("intruder") })
+	written := time.Now()
+	a.waitFor(t, "a steps down", notLeading)
+	if took := time.Since(written); took > retryPeriod+time.Second {
+		t.Errorf("stepped down %v after the takeover; want within one renewal", took)
+	}
+	if got := a.requests.Count("update", "409"); got < 1 {
+		t.Errorf("no 409 on renew (got %v): the step-down did not come from the conflict path", got)
+	}
+}
+
+// A released Lease is taken by a watching candidate within a round trip,
+// not at its next poll.
+func TestReleasedLeaseIsTakenWithoutWaitingForAPoll(t *testing.T) {
+	const slowRetry = 2 * time.Second
+	f := newFixture(t)
+	timings := withTimings(5*time.Second, 2500*time.Millisecond, slowRetry)
+	a := f.start("a", timings)
+	first := a.waitFor(t, "a leads", leading)
+	b := f.start("b", timings)
+	b.waitFor(t, "b watches", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+
+	released := time.Now()
+	a.stop(t)
+	s := b.waitFor(t, "b leads", leading)
+	if took := time.Since(released); took > slowRetry/2 {
+		t.Errorf("takeover took %v after release; a poll would take ≥ %v", took, slowRetry)
+	}
+	if s.Token <= first.Token {
+		t.Errorf("successor token %d not above %d", s.Token, first.Token)
+	}
+}
+
+// Release steps down, writes the empty holder, and keeps the instance out
+// for the asked time; it is idempotent; afterwards the instance campaigns
+// again and re-acquires with a larger token.
+func TestReleaseStaysOutThenReacquires(t *testing.T) {
+	f := newFixture(t)
+	a := f.start("a")
+	first := a.waitFor(t, "a leads", leading)
+
+	const stayOut = 1500 * time.Millisecond
+	asked := time.Now()
+	released, err := a.Release(t.Context(), stayOut)
+	if err != nil || !released {
+		t.Fatalf("Release = %v, %v; want true", released, err)
+	}
+	if s := a.Snapshot(); s.Leading {
+		t.Fatal("still leading after Release returned")
+	}
+	if h := holder(f.lease()); h != "" {
+		t.Fatalf("holder after release %q, want empty", h)
+	}
+	if again, err := a.Release(t.Context(), stayOut); err != nil || again {
+		t.Fatalf("second Release = %v, %v; want false, nil", again, err)
+	}
+	s := a.waitFor(t, "a leads again", leading)
+	if took := time.Since(asked); took < stayOut {
+		t.Errorf("re-acquired %v after Release; asked to stay out %v", took, stayOut)
+	}
+	if s.Token <= first.Token {
+		t.Errorf("token after re-acquire %d not above %d", s.Token, first.Token)
+	}
+}
+
+// Tokens strictly increase across a graceful handover, a crash takeover,
+// the same instance re-acquiring, and the Lease being deleted and created
+// again; the term number follows leaseTransitions.
+func TestTokensIncreaseAcrossEveryKindOfChange(t *testing.T) {
+	f := newFixture(t)
+	var tokens []fence.Token
+	record := func(what string, s *elect.Snapshot) {
+		if n := len(tokens); n > 0 && s.Token <= tokens[n-1] {
+			t.Errorf("%s: token %d not above the previous %d", what, s.Token, tokens[n-1])
+		}
+		tokens = append(tokens, s.Token)
+	}
+
+	a := f.start("a")
+	record("first term", a.waitFor(t, "a leads", leading))
+	b := f.start("b", withoutRelease())
+	a.stop(t) // graceful: releases
+	record("handover", b.waitFor(t, "b leads", leading))
+
+	c := f.start("c")
+	b.stop(t) // a crash as far as the Lease can tell: no release
+	record("crash takeover", c.waitFor(t, "c leads", leading))
+
+	prev := c.Snapshot().Token
+	if _, err := c.Release(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	record("same instance re-acquires", c.waitFor(t, "c leads again", func(s *elect.Snapshot) bool { return leading(s) && s.Token != prev }))
+
+	prev = c.Snapshot().Token
+	if err := f.adminLeases().Delete(t.Context(), leaseName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	record("delete and recreate", c.waitFor(t, "c leads the recreated Lease", func(s *elect.Snapshot) bool { return leading(s) && s.Token != prev }))
+}
+
+func (f *fixture) waitLease(cond func(*coordinationv1.Lease) bool) *coordinationv1.Lease {
+	f.t.Helper()
+	deadline := time.Now().Add(generous)
+	for {
+		l := f.lease()
+		if cond(l) {
+			return l
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("lease never reached the expected state: %+v", l)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func mustToken(t *testing.T, rv string) fence.Token {
+	t.Helper()
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fence.Token(n)
+}

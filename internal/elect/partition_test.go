@@ -1,0 +1,131 @@
+package elect_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/leasehold/leasehold/internal/elect"
+)
+
+// A partitioned leader stops claiming leadership at its ValidUntil, before
+// anyone else can take over; after the partition heals it learns of its
+// successor, and when it is then stopped it does not erase the successor's
+// Lease (client-go's tryRelease decides on the stale cached record and
+// would).
+func TestPartitionedLeaderYieldsInTimeAndNeverErasesItsSuccessor(t *testing.T) {
+	f := newFixture(t)
+	proxy, err := cluster.NewProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	viaProxy, err := cluster.Admin().Through(proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.start("a", withUser(viaProxy))
+	a.waitFor(t, "a leads", leading)
+	b := f.start("b")
+	b.waitFor(t, "b follows a", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+
+	sampler := watchForOverlap(t, a, b)
+	proxy.Cut()
+	a.waitFor(t, "a stops claiming leadership", func(s *elect.Snapshot) bool { return !s.IsLeader(time.Now()) })
+	bLeads := b.waitFor(t, "b takes over", leading)
+	if aValid := sampler.lastValid(); !bLeads.AcquiredAt.After(aValid) {
+		t.Errorf("b acquired at %v, not after a's last ValidUntil %v", bLeads.AcquiredAt, aValid)
+	}
+
+	// Heal and stop at once, while a's cached record may still name a: the
+	// release must read the Lease afresh, see b, and write nothing.
+	proxy.Heal()
+	a.stop(t)
+	if h := holder(f.lease()); h != "b" {
+		t.Fatalf("after the old leader stopped, holder is %q; want the successor b", h)
+	}
+	if s := b.Snapshot(); !s.IsLeader(time.Now()) {
+		t.Fatalf("b lost leadership after a stopped: %+v", *s)
+	}
+	sampler.stop()
+}
+
+// overlapSampler samples two candidates every 2ms and fails the test if
+// both ever claim leadership at the same instant.
+type overlapSampler struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	aValid time.Time // the latest ValidUntil a reported while leading
+}
+
+func watchForOverlap(t *testing.T, a, b *candidate) *overlapSampler {
+	o := &overlapSampler{done: make(chan struct{})}
+	o.wg.Go(func() {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-o.done:
+				return
+			case <-tick.C:
+			}
+			now := time.Now()
+			as := a.Snapshot()
+			if as.IsLeader(now) {
+				o.mu.Lock()
+				o.aValid = as.ValidUntil
+				o.mu.Unlock()
+			}
+			if as.IsLeader(now) && b.Snapshot().IsLeader(now) {
+				t.Errorf("both a and b claim leadership at %v", now)
+				return
+			}
+		}
+	})
+	return o
+}
+
+func (o *overlapSampler) lastValid() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.aValid
+}
+
+func (o *overlapSampler) stop() { close(o.done); o.wg.Wait() }
+
+// The tryRelease trap, made deterministic: the leader's cached record still
+// names it (no watch, next renewal seconds away) while another holder has
+// taken the Lease. Stopping it must not erase that holder: the release reads
+// the Lease afresh first.
+func TestReleaseOnStopNeverErasesAnotherHolder(t *testing.T) {
+	f := newFixture(t)
+	user, err := cluster.UserWithRole(t.Context(), f.namespace, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-watch"},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+			Verbs: []string{"get", "create", "update"},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.start("a", withUser(user), withTimings(5*time.Second, 2500*time.Millisecond, 2*time.Second))
+	first := a.waitFor(t, "a leads", leading)
+	a.waitFor(t, "a renews", func(s *elect.Snapshot) bool { return s.RenewedAt.After(first.RenewedAt) })
+
+	f.edit(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("successor") })
+	if s := a.Snapshot(); s.Holder != "a" {
+		t.Fatalf("precondition: a's cached record should still name a, got %q", s.Holder)
+	}
+	a.stop(t)
+	if h := holder(f.lease()); h != "successor" {
+		t.Fatalf("holder after a stopped: %q; want the successor untouched", h)
+	}
+}

@@ -1,0 +1,74 @@
+package elect
+
+import (
+	"math"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// The helpers below read a Lease defensively: any field may be missing or
+// hostile (written by hand), and none of them may panic.
+
+func holderOf(l *coordinationv1.Lease) string {
+	if l == nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func transitionsOf(l *coordinationv1.Lease) int32 {
+	if l == nil || l.Spec.LeaseTransitions == nil {
+		return 0
+	}
+	return *l.Spec.LeaseTransitions
+}
+
+// nextTransitions is the leaseTransitions a new term writes: one more than
+// the last known, saturating (the term number is for people, the token
+// carries safety).
+func nextTransitions(last int32) int32 {
+	if last == math.MaxInt32 {
+		return last
+	}
+	return max(last, -1) + 1
+}
+
+// durationOf is the holder's lease duration, truncated to whole seconds as
+// the Lease stores it. A missing or non-positive value (only written by
+// hand) is read as fallback, so a broken record never looks expired sooner
+// than a well-formed one.
+func durationOf(l *coordinationv1.Lease, fallback time.Duration) time.Duration {
+	if l == nil || l.Spec.LeaseDurationSeconds == nil || *l.Spec.LeaseDurationSeconds <= 0 {
+		return fallback
+	}
+	return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+}
+
+func microTimeOf(t *metav1.MicroTime) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+// newer reports whether resourceVersion a is later than b. Malformed
+// versions (never served by an apiserver ≥ 1.35) count as newer, so that a
+// fresh read is never discarded.
+func newer(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err != nil || c > 0
+}
+
+// tokenOf returns the resourceVersion of l as a token, 0 if malformed.
+func tokenOf(rv string) fence.Token {
+	t, err := fence.FromResourceVersion(rv)
+	if err != nil {
+		return 0
+	}
+	return t
+}

@@ -1,0 +1,77 @@
+package elect
+
+import (
+	"time"
+
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// Snapshot is the election state at one moment, as published by the loop.
+// It is immutable: readers may keep and share it freely.
+type Snapshot struct {
+	Identity  string // this instance's holder identity
+	Namespace string
+	Lease     string
+
+	// Leading is true while this instance holds a term. Use IsLeader(now),
+	// which also checks the term's validity, to decide whether to act.
+	Leading bool
+	// ValidUntil is the end of this instance's validity (local clock,
+	// monotonic); zero unless Leading.
+	ValidUntil time.Time
+
+	Holder string      // the Lease's holder, "" when none or unknown
+	Term   int32       // leaseTransitions of the holder's term; people only, not a token
+	Token  fence.Token // the current term's token: own when leading, else the holder's published one; 0 when unknown
+
+	AcquiredAt time.Time // the Lease's acquireTime, as written by the holder
+	RenewedAt  time.Time // the Lease's renewTime, as written by the holder
+	ObservedAt time.Time // local time this instance last saw the Lease change
+
+	// Observed is true once the Lease has been read, found missing, or
+	// acquired at least once.
+	Observed bool
+	// WatchUp is true while a watch on the Lease is open.
+	WatchUp bool
+	// Heartbeat is the local time the loop last ran. It advances at least
+	// once per LeaseDuration while the loop is healthy.
+	Heartbeat time.Time
+
+	// Index increases whenever Leading, Holder, Term or Token changes, and
+	// only then: renewals do not move it.
+	Index uint64
+
+	changed chan struct{} // closed when a snapshot with a larger Index is published
+}
+
+// IsLeader reports whether this instance may act as leader at now: it holds
+// a term and now is before the term's ValidUntil. It is computed at the
+// moment of asking, so a snapshot held across a pause answers false once
+// validity has run out.
+func (s *Snapshot) IsLeader(now time.Time) bool {
+	return s.Leading && now.Before(s.ValidUntil)
+}
+
+// ValidFor is how long leadership remains valid after now, 0 when not leader.
+func (s *Snapshot) ValidFor(now time.Time) time.Duration {
+	if !s.IsLeader(now) {
+		return 0
+	}
+	return s.ValidUntil.Sub(now)
+}
+
+// Changed returns a channel that is closed once a snapshot with a larger
+// Index has been published. It is how watchers block without polling.
+func (s *Snapshot) Changed() <-chan struct{} { return s.changed }
+
+// indexKey is what a change of Index stands for.
+type indexKey struct {
+	leading bool
+	holder  string
+	term    int32
+	token   fence.Token
+}
+
+func (s *Snapshot) key() indexKey {
+	return indexKey{leading: s.Leading, holder: s.Holder, term: s.Term, token: s.Token}
+}

@@ -1,0 +1,123 @@
+package elect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// maxWatchBackoff caps the delay between attempts to (re)open the watch.
+const maxWatchBackoff = 30 * time.Second
+
+// watchEvent is what the watcher tells the loop: a Lease observation, or a
+// change of the watch's health.
+type watchEvent struct {
+	kind  watchEventKind
+	lease *coordinationv1.Lease // observed: the Lease, nil when it does not exist
+	rv    string                // observed: the resourceVersion of the observation
+	err   error                 // down: why
+}
+
+type watchEventKind int
+
+const (
+	observed watchEventKind = iota
+	up
+	down
+)
+
+// watchLease lists and watches the one Lease (field selector on its name)
+// and sends what it sees to out, until ctx ends. This is a hand-written
+// list+watch rather than a client-go Reflector: for a single object the loop
+// needs to know at each moment whether a watch stream is open (so it can
+// fall back to polling), which a Reflector does not expose.
+func (e *Elector) watchLease(ctx context.Context, out chan<- watchEvent) {
+	send := func(ev watchEvent) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	leases := e.cfg.Leases.Leases(e.cfg.Namespace)
+	selector := fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
+	backoff := e.cfg.RetryPeriod
+	for ctx.Err() == nil {
+		opened := e.clock.Now()
+		err := e.watchOnce(ctx, leases, selector, send)
+		if ctx.Err() != nil {
+			return
+		}
+		if !send(watchEvent{kind: down, err: err}) {
+			return
+		}
+		if e.clock.Since(opened) > maxWatchBackoff {
+			backoff = e.cfg.RetryPeriod // the last stream was healthy for a while
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.clock.After(backoff):
+		}
+		backoff = min(2*backoff, maxWatchBackoff)
+	}
+}
+
+// leaseLister is the part of the typed Lease client the watcher uses.
+type leaseLister interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// watchOnce lists, then watches from the list's resourceVersion until the
+// stream ends. It returns why the stream ended.
+func (e *Elector) watchOnce(ctx context.Context, leases leaseLister, selector string, send func(watchEvent) bool) error {
+	listCtx, cancel := context.WithTimeout(ctx, e.cfg.requestTimeout())
+	list, err := leases.List(listCtx, metav1.ListOptions{FieldSelector: selector})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	var current *coordinationv1.Lease
+	if len(list.Items) > 0 {
+		current = &list.Items[0]
+	}
+	if !send(watchEvent{kind: observed, lease: current, rv: list.ResourceVersion}) {
+		return ctx.Err()
+	}
+	w, err := leases.Watch(ctx, metav1.ListOptions{
+		FieldSelector:       selector,
+		ResourceVersion:     list.ResourceVersion,
+		AllowWatchBookmarks: true,
+	})
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	defer w.Stop()
+	if !send(watchEvent{kind: up}) {
+		return ctx.Err()
+	}
+	for ev := range w.ResultChan() {
+		switch ev.Type {
+		case watch.Added, watch.Modified:
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && !send(watchEvent{kind: observed, lease: l, rv: l.ResourceVersion}) {
+				return ctx.Err()
+			}
+		case watch.Deleted:
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && !send(watchEvent{kind: observed, lease: nil, rv: l.ResourceVersion}) {
+				return ctx.Err()
+			}
+		case watch.Error:
+			return fmt.Errorf("watch: %w", apierrors.FromObject(ev.Object))
+		}
+	}
+	return errors.New("watch: stream closed by the server")
+}

@@ -1,0 +1,56 @@
+package fence
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Annotation is the Lease annotation on which the holder publishes its
+// term's token, so that every instance and kubectl can read it. The write
+// that acquires a term removes it; the holder's next write publishes it.
+const Annotation = "leasehold.io/fencing-token"
+
+// Token is a fencing token. Tokens of later terms are larger. The zero Token
+// means "no token known" and is never the token of a term.
+type Token uint64
+
+// FromResourceVersion converts the resourceVersion returned by an acquiring
+// write into that term's token. It accepts exactly the well-formed
+// resourceVersions of KEP-5504 (a positive decimal integer without leading
+// zeros) that fit in 64 bits.
+func FromResourceVersion(rv string) (Token, error) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil || n == 0 || strconv.FormatUint(n, 10) != rv {
+		return 0, fmt.Errorf("fence: resourceVersion %q is not a positive integer; fencing needs comparable resourceVersions (Kubernetes ≥ 1.35, KEP-5504)", rv)
+	}
+	return Token(n), nil
+}
+
+// Published reads the token a holder published on its Lease. It returns
+// false when the annotation is absent or malformed. A published token is
+// only a claim made by whoever last wrote the Lease; see Reported for the
+// checks an instance applies before repeating it.
+func Published(annotations map[string]string) (Token, bool) {
+	v, ok := annotations[Annotation]
+	if !ok {
+		return 0, false
+	}
+	t, err := FromResourceVersion(v)
+	return t, err == nil
+}
+
+// String formats the token as the decimal resourceVersion it came from.
+func (t Token) String() string { return strconv.FormatUint(uint64(t), 10) }
+
+// Credible reports whether a token published on a Lease can be the current
+// term's, given the resourceVersion the Lease has now (leaseRV) and the
+// largest token this instance has reported so far (floor).
+//
+// A genuine published token is the resourceVersion of the write that
+// acquired the term, and it is published by a later write, so it is smaller
+// than the Lease's own resourceVersion; a larger value was made up by hand.
+// A token below floor would make the tokens an instance reports go
+// backwards, which apps are promised never happens.
+func Credible(published, leaseRV, floor Token) bool {
+	return published < leaseRV && published >= floor
+}
