@@ -73,7 +73,9 @@ func withTimings(lease, renew, retry time.Duration) option {
 	}
 }
 
-func withoutRelease() option { return func(c *elect.Config, _ **rest.Config) { c.ReleaseOnStop = false } }
+func withoutRelease() option {
+	return func(c *elect.Config, _ **rest.Config) { c.ReleaseOnStop = false }
+}
 
 func withUser(u *kubetest.User) option {
 	return func(_ *elect.Config, rc **rest.Config) { *rc = rest.CopyConfig(u.Config) }

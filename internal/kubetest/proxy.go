@@ -19,7 +19,7 @@ type Proxy struct {
 	listener net.Listener
 
 	mu     sync.Mutex
-	open   chan struct{} // closed while traffic flows; a fresh one while cut
+	open   chan struct{}     // closed while traffic flows; a fresh one while cut
 	conns  map[net.Conn]bool // true for the client side of a connection
 	closed bool
 
