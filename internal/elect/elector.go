@@ -22,10 +22,10 @@ type Elector struct {
 	log     *slog.Logger
 	metrics *Metrics
 
-	snapshot atomic.Pointer[Snapshot]
-	releases chan releaseRequest
-	started  atomic.Bool
-	done     chan struct{}
+	snapshots *Publisher
+	releases  chan releaseRequest
+	started   atomic.Bool
+	done      chan struct{}
 }
 
 // releaseRequest asks the loop to step down and stay out for a while.
@@ -62,10 +62,7 @@ func New(cfg Config) (*Elector, error) {
 		e.metrics = NewMetrics(nil)
 	}
 	e.log = e.log.With("lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity)
-	e.snapshot.Store(&Snapshot{
-		Identity: cfg.Identity, Namespace: cfg.Namespace, Lease: cfg.Name,
-		changed: make(chan struct{}),
-	})
+	e.snapshots = NewPublisher(Snapshot{Identity: cfg.Identity, Namespace: cfg.Namespace, Lease: cfg.Name})
 	return e, nil
 }
 
@@ -96,7 +93,7 @@ func (e *Elector) Run(ctx context.Context) error {
 func (e *Elector) Done() <-chan struct{} { return e.done }
 
 // Snapshot returns the latest published state.
-func (e *Elector) Snapshot() *Snapshot { return e.snapshot.Load() }
+func (e *Elector) Snapshot() *Snapshot { return e.snapshots.Load() }
 
 // Release steps down if this instance leads, releases the Lease (safely, as
 // on shutdown), and keeps this instance out of the election for stayOut

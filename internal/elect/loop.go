@@ -38,7 +38,6 @@ type loop struct {
 	stayOutUntil time.Time // no campaigning before this (after Release)
 
 	reportedFloor fence.Token // largest token ever reported: reports never go backwards
-	index         uint64
 }
 
 // term is one term of leadership held by this instance.
@@ -58,27 +57,40 @@ func (l *loop) run(ctx context.Context, events <-chan watchEvent) error {
 	l.metrics.watchUp.Set(0)
 	for {
 		l.publish()
-		timer := l.clock.NewTimer(l.nextWake().Sub(l.clock.Now()))
+		wake, stopTimer := l.wakeChannel()
 		var err error
 		select {
 		case <-ctx.Done():
-			timer.Stop()
+			stopTimer()
 			l.shutdown()
 			return nil
 		case ev := <-events:
 			l.handleWatch(ev)
 		case req := <-l.releases:
 			l.handleRelease(ctx, req)
-		case <-timer.C():
+		case <-wake:
 			err = l.act(ctx)
 		}
-		timer.Stop()
+		stopTimer()
 		if err != nil {
 			l.stepDown("fatal: " + err.Error())
 			l.publish()
 			return err
 		}
 	}
+}
+
+// wakeChannel returns a channel that fires at nextWake (at once if that has
+// passed) and a func that releases its timer.
+func (l *loop) wakeChannel() (<-chan time.Time, func()) {
+	d := l.nextWake().Sub(l.clock.Now())
+	if d <= 0 {
+		now := make(chan time.Time, 1)
+		now <- l.clock.Now()
+		return now, func() {}
+	}
+	timer := l.clock.NewTimer(d)
+	return timer.C(), func() { timer.Stop() }
 }
 
 // nextWake is when the loop must act next, whatever else happens.
@@ -326,9 +338,16 @@ func (l *loop) renew(ctx context.Context) {
 	cancel()
 	l.metrics.renewDuration.Observe(l.clock.Since(sent).Seconds())
 	if err == nil {
+		l.ownWrite(written)
+		if !l.clock.Now().Before(l.term.validUntil) {
+			// Readers have already been told this term is over; a term is
+			// one unbroken span of validity, so start a new one (with a new
+			// token) rather than resume this one.
+			l.stepDown("renewal completed after validity ran out")
+			return
+		}
 		l.term.validUntil = fence.ValidUntil(sent, l.cfg.RenewDeadline)
 		l.term.nextRenew = sent.Add(l.cfg.RetryPeriod)
-		l.ownWrite(written)
 		return
 	}
 	l.metrics.renewFailures.Inc()
@@ -383,11 +402,10 @@ func (l *loop) shutdown() {
 	}
 }
 
-// publish stores a new Snapshot, advancing Index if what it stands for
-// changed.
+// publish makes the loop's state the current Snapshot.
 func (l *loop) publish() {
 	now := l.clock.Now()
-	s := &Snapshot{
+	s := Snapshot{
 		Identity:   l.cfg.Identity,
 		Namespace:  l.cfg.Namespace,
 		Lease:      l.cfg.Name,
@@ -412,16 +430,7 @@ func (l *loop) publish() {
 		}
 	}
 	l.reportedFloor = max(l.reportedFloor, s.Token)
-
-	prev := l.snapshot.Load()
-	if s.key() == prev.key() {
-		s.Index, s.changed = prev.Index, prev.changed
-	} else {
-		l.index++
-		s.Index, s.changed = l.index, make(chan struct{})
-		defer close(prev.changed)
-	}
-	l.snapshot.Store(s)
+	l.snapshots.Publish(s)
 }
 
 func quoteOrNone(s string) string {

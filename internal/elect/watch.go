@@ -86,11 +86,13 @@ func (e *Elector) watchOnce(ctx context.Context, leases leaseLister, selector st
 	if err != nil {
 		return fmt.Errorf("list: %w", err)
 	}
-	var current *coordinationv1.Lease
+	// An object is versioned by its own resourceVersion; absence by the
+	// list's.
+	listed := watchEvent{kind: observed, rv: list.ResourceVersion}
 	if len(list.Items) > 0 {
-		current = &list.Items[0]
+		listed.lease, listed.rv = &list.Items[0], list.Items[0].ResourceVersion
 	}
-	if !send(watchEvent{kind: observed, lease: current, rv: list.ResourceVersion}) {
+	if !send(listed) {
 		return ctx.Err()
 	}
 	w, err := leases.Watch(ctx, metav1.ListOptions{
@@ -105,7 +107,17 @@ func (e *Elector) watchOnce(ctx context.Context, leases leaseLister, selector st
 	if !send(watchEvent{kind: up}) {
 		return ctx.Err()
 	}
-	for ev := range w.ResultChan() {
+	for {
+		var ev watch.Event
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return errors.New("watch: stream closed by the server")
+			}
+			ev = e
+		}
 		switch ev.Type {
 		case watch.Added, watch.Modified:
 			if l, ok := ev.Object.(*coordinationv1.Lease); ok && !send(watchEvent{kind: observed, lease: l, rv: l.ResourceVersion}) {
@@ -119,5 +131,4 @@ func (e *Elector) watchOnce(ctx context.Context, leases leaseLister, selector st
 			return fmt.Errorf("watch: %w", apierrors.FromObject(ev.Object))
 		}
 	}
-	return errors.New("watch: stream closed by the server")
 }

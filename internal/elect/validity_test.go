@@ -1,0 +1,150 @@
+package elect_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/leasehold/leasehold/internal/elect"
+)
+
+// A narrow unit test on a fake clock (a fake clientset cannot prove the
+// apiserver's rules, which the integration tests do; it can prove timing).
+// When renewals fail, leadership is claimed up to, and not past, the send
+// time of the last successful write plus renewDeadline, however the loop
+// is scheduled; then the loop ends the term, which moves the index.
+func TestValidityEndsExactlyAtRenewDeadlineAfterLastSuccessfulWrite(t *testing.T) {
+	fakeClock := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	cs := fake.NewClientset()
+	var rv atomic.Int64
+	stampRV := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(interface{ GetObject() runtime.Object }).GetObject().(*coordinationv1.Lease)
+		obj.ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
+		return false, nil, nil // stamped; the tracker stores it
+	}
+	var failUpdates atomic.Bool
+	cs.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if failUpdates.Load() {
+			return true, nil, errors.New("connection reset")
+		}
+		return stampRV(a)
+	})
+	cs.PrependReactor("create", "leases", stampRV)
+
+	e, err := elect.New(elect.Config{
+		Leases: cs.CoordinationV1(), Namespace: "ns", Name: "l", Identity: "a",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Clock: fakeClock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	start := fakeClock.Now()
+	waitSnapshot(t, e, func(s *elect.Snapshot) bool { return s.Leading && s.Token != 0 })
+	waitIdle(t, fakeClock)
+	acquired := e.Snapshot()
+	if want := start.Add(10 * time.Second); !acquired.ValidUntil.Equal(want) {
+		t.Fatalf("ValidUntil %v, want send time + renewDeadline = %v", acquired.ValidUntil, want)
+	}
+
+	failUpdates.Store(true)
+	for fakeClock.Now().Before(start.Add(8 * time.Second)) { // renewals at +2s, +4s, +6s, +8s all fail
+		fakeClock.Step(2 * time.Second)
+		waitIdle(t, fakeClock)
+	}
+	s := e.Snapshot()
+	if !s.IsLeader(start.Add(10*time.Second-time.Nanosecond)) || s.IsLeader(start.Add(10*time.Second)) {
+		t.Fatalf("IsLeader must hold until, and not at, %v (ValidUntil %v)", start.Add(10*time.Second), s.ValidUntil)
+	}
+	fakeClock.Step(2 * time.Second) // now past ValidUntil: the loop ends the term
+	ended := waitSnapshot(t, e, func(s *elect.Snapshot) bool { return !s.Leading })
+	if ended.Index <= acquired.Index {
+		t.Errorf("index %d did not move when the term ended (was %d)", ended.Index, acquired.Index)
+	}
+}
+
+// waitSnapshot waits in real time, on Changed, for a condition the loop
+// reaches without the fake clock moving.
+func waitSnapshot(t *testing.T, e *elect.Elector, cond func(*elect.Snapshot) bool) *elect.Snapshot {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		s := e.Snapshot()
+		if cond(s) {
+			return s
+		}
+		select {
+		case <-s.Changed():
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out; snapshot %+v", *s)
+		}
+	}
+}
+
+// waitIdle waits until the loop is blocked on its timer again.
+func waitIdle(t *testing.T, c *clocktesting.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("the loop never waited on the clock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A renewal whose response arrives after validity ran out does not revive
+// the term readers were already told had ended: the instance starts a new
+// term, with a new token, instead.
+func TestLateRenewalStartsANewTermInsteadOfReviving(t *testing.T) {
+	fakeClock := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	cs := fake.NewClientset()
+	var rv atomic.Int64
+	var slowOnce atomic.Bool
+	stamp := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(interface{ GetObject() runtime.Object }).GetObject().(*coordinationv1.Lease)
+		obj.ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
+		if a.GetVerb() == "update" && slowOnce.CompareAndSwap(true, false) {
+			fakeClock.Step(11 * time.Second) // the write takes longer than renewDeadline
+		}
+		return false, nil, nil
+	}
+	cs.PrependReactor("update", "leases", stamp)
+	cs.PrependReactor("create", "leases", stamp)
+	e, err := elect.New(elect.Config{
+		Leases: cs.CoordinationV1(), Namespace: "ns", Name: "l", Identity: "a",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Clock: fakeClock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	first := waitSnapshot(t, e, func(s *elect.Snapshot) bool { return s.Leading && s.Token != 0 })
+	waitIdle(t, fakeClock)
+	slowOnce.Store(true)
+	fakeClock.Step(2 * time.Second) // the slow renewal
+	second := waitSnapshot(t, e, func(s *elect.Snapshot) bool { return s.Leading && s.Token != first.Token })
+	if second.Token <= first.Token || second.Index <= first.Index {
+		t.Errorf("after a late renewal: token %d (was %d), index %d (was %d); want a new, larger term", second.Token, first.Token, second.Index, first.Index)
+	}
+}

@@ -1,0 +1,137 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// apiRouter routes the API listener.
+func (s *Server) apiRouter() *mux.Router {
+	r := newRouter()
+	r.HandleFunc("/v1/status", s.handleStatus).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leader", s.handleLeader).Methods(http.MethodGet)
+	r.HandleFunc("/v1/token", s.handleToken).Methods(http.MethodGet)
+	r.HandleFunc("/v1/watch", s.handleWatch).Methods(http.MethodGet)
+	r.HandleFunc("/v1/release", s.handleRelease).Methods(http.MethodPost)
+	r.HandleFunc("/", s.handleRoot).Methods(http.MethodGet)
+	return r
+}
+
+// handleStatus serves GET /v1/status: 200 with the current status.
+func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	snap := s.election.Snapshot()
+	respond(w, http.StatusOK, snap, statusOf(snap, s.clock.Now()))
+}
+
+// handleLeader serves GET /v1/leader[?wait=D]: 200 with the status when
+// this instance is the valid leader, else 503 with the status. With wait it
+// first blocks (at most D, ≤ 10m) until this instance leads.
+func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request) {
+	q, err := queryOf(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	wait, err := q.duration("wait", 0, maxWait)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	snap := s.election.Snapshot()
+	if wait > 0 {
+		var ok bool
+		snap, ok = s.await(r.Context(), snap, wait, func(snap *elect.Snapshot) bool {
+			return snap.IsLeader(s.clock.Now())
+		})
+		if !ok {
+			return // the client left
+		}
+	}
+	st := statusOf(snap, s.clock.Now())
+	code := http.StatusOK
+	if !st.Leader {
+		code = http.StatusServiceUnavailable
+	}
+	respond(w, code, snap, st)
+}
+
+// token is the body of GET /v1/token.
+type token struct {
+	FencingToken fence.Token `json:"fencingToken"`
+	Term         int32       `json:"term"`
+	ValidUntil   string      `json:"validUntil"`
+	ValidForMs   int64       `json:"validForMs"`
+}
+
+// handleToken serves GET /v1/token: 200 with the own term's token and
+// validity when leader, else 503 with a JSON error.
+func (s *Server) handleToken(w http.ResponseWriter, _ *http.Request) {
+	snap := s.election.Snapshot()
+	st := statusOf(snap, s.clock.Now())
+	setIndex(w, snap)
+	if !st.Leader {
+		writeError(w, http.StatusServiceUnavailable, "not leader")
+		return
+	}
+	writeJSON(w, http.StatusOK, token{FencingToken: st.FencingToken, Term: st.Term, ValidUntil: st.ValidUntil, ValidForMs: st.ValidForMs})
+}
+
+// released is the body of POST /v1/release: the status after the release,
+// plus whether a release was written.
+type released struct {
+	Released bool `json:"released"`
+	status
+}
+
+// handleRelease serves POST /v1/release[?for=D]: step down if leading,
+// release the Lease, and stay out of the election for D (default
+// LeaseDuration, ≤ 1h), then 200 with {"released": bool, ...status}.
+// Idempotent. A failure of the election to release (elector stopped, Lease
+// unreadable) is the server's: 503 with a JSON error; the state it left is
+// what GET /v1/status shows.
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
+	q, err := queryOf(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	stayOut, err := q.duration("for", s.leaseDuration, maxStayOut)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	ok, err := s.election.Release(r.Context(), stayOut)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client left
+		}
+		s.log.Warn("release requested over HTTP failed", "err", err, "stayOut", stayOut)
+		writeError(w, http.StatusServiceUnavailable, "release failed: "+err.Error())
+		return
+	}
+	s.log.Info("release requested over HTTP", "released", ok, "stayOut", stayOut)
+	snap := s.election.Snapshot()
+	respond(w, http.StatusOK, snap, released{Released: ok, status: statusOf(snap, s.clock.Now())})
+}
+
+// name is the body of GET /, as served by the retired Kubernetes contrib
+// leader-elector sidecar.
+type name struct {
+	Name string `json:"name"`
+}
+
+// handleRoot serves GET /: {"name": "<holder>"}, "" when none.
+func (s *Server) handleRoot(w http.ResponseWriter, _ *http.Request) {
+	snap := s.election.Snapshot()
+	respond(w, http.StatusOK, snap, name{Name: snap.Holder})
+}
+
+// respond answers code with body, which describes snap.
+func respond(w http.ResponseWriter, code int, snap *elect.Snapshot, body any) {
+	setIndex(w, snap)
+	writeJSON(w, code, body)
+}

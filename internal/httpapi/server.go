@@ -1,0 +1,204 @@
+// Package httpapi serves leasehold's two HTTP listeners.
+//
+// The API listener (APIHandler, on loopback) answers the questions an app
+// asks before a write: am I the leader and until when (GET /v1/status,
+// GET /v1/leader), what is my fencing token (GET /v1/token), tell me when
+// that changes (GET /v1/watch, long-poll or Server-Sent Events), and lets it
+// step down (POST /v1/release). It is the only listener that changes state.
+// The OPS listener (OpsHandler) serves kubelet probes, Prometheus metrics
+// and read-only status. api/openapi.yaml documents both.
+//
+// # Contract
+//
+//   - Leadership is never cached: every answer computes
+//     Snapshot.IsLeader(now) with the injected clock at the moment it is
+//     written, from the latest Snapshot.
+//   - Every response carries X-Leasehold-Index, the Index of the Snapshot
+//     its body describes (or, for bodies without status, of the latest
+//     Snapshot when the request arrived).
+//   - Blocking requests (long-polls, /v1/leader?wait, SSE streams) wait on
+//     Snapshot.Changed, never poll, and end at the latest when their wait
+//     ends, the client goes away, or BeginShutdown is called.
+//   - Client input never produces a 5xx: bad parameters are 400, unknown
+//     paths 404, wrong methods 405 with Allow, all with a JSON body
+//     {"error": "..."}. The only 5xx are 503s that report server state: not
+//     leader, not ready, not live, shutting down, or a failed release.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/elect"
+)
+
+// Election is what the HTTP layer needs from the elector. *elect.Elector
+// satisfies it.
+type Election interface {
+	// Snapshot returns the latest published state; it never returns nil.
+	Snapshot() *elect.Snapshot
+	// Release steps down if leading, releases the Lease, and stays out of
+	// the election for stayOut. It reports whether a release was written.
+	Release(ctx context.Context, stayOut time.Duration) (bool, error)
+}
+
+// Options configure a Server.
+type Options struct {
+	// Election is the elector whose state is served. Required.
+	Election Election
+	// Clock tells the time at which leadership validity is judged
+	// (Snapshot.IsLeader(Clock.Now())) and liveness is measured; nil means
+	// the real clock. Waits (?wait=, heartbeats) always run on real time.
+	Clock clock.PassiveClock
+	// LeaseDuration is the default stay-out of POST /v1/release, and /livez
+	// fails once Snapshot.Heartbeat has not advanced for 2 × LeaseDuration.
+	// Required (> 0).
+	LeaseDuration time.Duration
+	// Registry is the registry /metrics serves, as is: other packages
+	// register their collectors in it too. New registers the HTTP layer's
+	// gauges in it. Required.
+	Registry *prometheus.Registry
+	// Version is reported by leasehold_build_info.
+	Version string
+	// Logger receives the HTTP layer's log lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Wait limits of the blocking endpoints, and the stay-out limit of
+// POST /v1/release.
+const (
+	maxWait          = 10 * time.Minute
+	defaultWatchWait = 5 * time.Minute
+	maxStayOut       = time.Hour
+)
+
+// defaultHeartbeat is the interval of SSE heartbeat comments.
+const defaultHeartbeat = 15 * time.Second
+
+// indexHeader carries the Index on every response.
+const indexHeader = "X-Leasehold-Index"
+
+// Server serves the API and OPS listeners for one Election.
+type Server struct {
+	election      Election
+	clock         clock.PassiveClock
+	leaseDuration time.Duration
+	log           *slog.Logger
+	started       time.Time // liveness is measured from here until the first Heartbeat
+
+	heartbeat time.Duration // SSE heartbeat interval; tests shorten it
+
+	watchers atomic.Int64 // open blocking requests: long-polls, leader waits, SSE streams
+
+	shutdownOnce sync.Once
+	shutdown     chan struct{} // closed by BeginShutdown
+
+	api, ops *mux.Router
+}
+
+// New checks opts, registers the HTTP layer's metrics in opts.Registry and
+// builds both routers.
+func New(opts Options) (*Server, error) {
+	switch {
+	case opts.Election == nil:
+		return nil, errors.New("httpapi: Election is required")
+	case opts.Registry == nil:
+		return nil, errors.New("httpapi: Registry is required")
+	case opts.LeaseDuration <= 0:
+		return nil, errors.New("httpapi: LeaseDuration must be positive")
+	}
+	s := &Server{
+		election:      opts.Election,
+		clock:         opts.Clock,
+		leaseDuration: opts.LeaseDuration,
+		log:           opts.Logger,
+		heartbeat:     defaultHeartbeat,
+		shutdown:      make(chan struct{}),
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.started = s.clock.Now()
+	if err := opts.Registry.Register(newCollector(s, opts.Version)); err != nil {
+		return nil, err
+	}
+	s.api = s.apiRouter()
+	s.ops = s.opsRouter(opts.Registry)
+	return s, nil
+}
+
+// APIHandler is the handler of the API listener (LEASEHOLD_API_ADDR). It is
+// the only one that changes state, so it belongs on loopback.
+func (s *Server) APIHandler() http.Handler { return s.withIndex(s.api) }
+
+// OpsHandler is the read-only handler of the OPS listener
+// (LEASEHOLD_OPS_ADDR): probes, metrics, status.
+func (s *Server) OpsHandler() http.Handler { return s.withIndex(s.ops) }
+
+// BeginShutdown makes /readyz fail from now on and ends every open
+// long-poll and SSE stream promptly (long-polls answer with the current
+// state), so that http.Server.Shutdown is not held up by them. Blocking
+// requests that arrive later answer at once. It is idempotent.
+func (s *Server) BeginShutdown() {
+	s.shutdownOnce.Do(func() { close(s.shutdown) })
+}
+
+// shuttingDown reports whether BeginShutdown has been called.
+func (s *Server) shuttingDown() bool {
+	select {
+	case <-s.shutdown:
+		return true
+	default:
+		return false
+	}
+}
+
+// NewHTTPServer returns an http.Server for h with read, header and idle
+// timeouts and a header size limit. It sets no WriteTimeout: long-polls and
+// SSE streams are bounded by their wait and by BeginShutdown instead.
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// withIndex sets X-Leasehold-Index to the latest Index before h runs;
+// handlers that answer with a particular Snapshot set it again to that
+// Snapshot's Index.
+func (s *Server) withIndex(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setIndex(w, s.election.Snapshot())
+		h.ServeHTTP(w, r)
+	})
+}
+
+// setIndex sets X-Leasehold-Index to snap's Index.
+func setIndex(w http.ResponseWriter, snap *elect.Snapshot) {
+	w.Header().Set(indexHeader, strconv.FormatUint(snap.Index, 10))
+}
+
+// newRouter returns a router whose unmatched requests get JSON 404s and
+// 405s (with Allow).
+func newRouter() *mux.Router {
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(notFound)
+	r.MethodNotAllowedHandler = methodNotAllowed(r)
+	return r
+}

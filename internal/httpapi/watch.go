@@ -1,0 +1,174 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/elect"
+)
+
+// handleWatch serves GET /v1/watch?index=N&wait=D, a Consul-style blocking
+// query: when the current Index differs from N (or N is absent) it answers
+// at once; otherwise it blocks until the Index changes or D (default 5m,
+// ≤ 10m) plus up to D/16 of random jitter has passed. It answers 200 with
+// the current status either way: a return does not promise a change.
+//
+// With Accept: text/event-stream it serves Server-Sent Events instead (see
+// stream).
+func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
+	q, err := queryOf(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	wait, err := q.duration("wait", defaultWatchWait, maxWait)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	index, hasIndex, err := q.index("index")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	wait += jitter(wait)
+
+	if acceptsEventStream(r) {
+		if id, err := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64); err == nil {
+			index, hasIndex = id, true
+		}
+		s.stream(w, r, wait, index, hasIndex)
+		return
+	}
+
+	snap := s.election.Snapshot()
+	if hasIndex {
+		var ok bool
+		snap, ok = s.await(r.Context(), snap, wait, func(snap *elect.Snapshot) bool {
+			return snap.Index != index
+		})
+		if !ok {
+			return // the client left
+		}
+	}
+	respond(w, http.StatusOK, snap, statusOf(snap, s.clock.Now()))
+}
+
+// jitter is a random duration in [0, wait/16], which spreads the returns,
+// and so the reconnects, of watchers that started together.
+func jitter(wait time.Duration) time.Duration {
+	return time.Duration(rand.Int64N(int64(wait/16) + 1))
+}
+
+// await blocks until done holds for the latest Snapshot (checked first with
+// snap, then after each change), wait has passed, or BeginShutdown is
+// called, and returns the latest Snapshot. It returns false, at once, when
+// ctx ends. It waits on Snapshot.Changed: it never polls.
+func (s *Server) await(ctx context.Context, snap *elect.Snapshot, wait time.Duration, done func(*elect.Snapshot) bool) (*elect.Snapshot, bool) {
+	if done(snap) {
+		return snap, true
+	}
+	s.watchers.Add(1)
+	defer s.watchers.Add(-1)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for !done(snap) {
+		select {
+		case <-snap.Changed():
+			snap = s.election.Snapshot()
+		case <-timer.C:
+			return s.election.Snapshot(), true
+		case <-s.shutdown:
+			return s.election.Snapshot(), true
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	return snap, true
+}
+
+// stream serves Server-Sent Events: the current state first, unless the
+// client has seen it (Last-Event-ID, or else the index parameter, equals
+// the current Index), then one event per change of Index:
+//
+//	id: <index>
+//	event: status
+//	data: <status JSON>
+//
+// and a comment line every heartbeat interval. Changes that follow each
+// other faster than the client reads are coalesced into the latest state.
+// The stream ends after wait, when the client leaves, or on BeginShutdown;
+// an EventSource then reconnects with Last-Event-ID.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Duration, seen uint64, hasSeen bool) {
+	rc := http.NewResponseController(w)
+	snap := s.election.Snapshot()
+	setIndex(w, snap)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no") // tell proxies not to buffer
+	w.WriteHeader(http.StatusOK)
+
+	s.watchers.Add(1)
+	defer s.watchers.Add(-1)
+
+	var err error
+	if hasSeen && seen == snap.Index {
+		err = rc.Flush() // send the headers: the stream is open
+	} else {
+		err = s.sendEvent(w, rc, snap)
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	heartbeat := time.NewTicker(s.heartbeat)
+	defer heartbeat.Stop()
+	for err == nil {
+		select {
+		case <-snap.Changed():
+			snap = s.election.Snapshot()
+			err = s.sendEvent(w, rc, snap)
+		case <-heartbeat.C:
+			if _, err = fmt.Fprint(w, ": heartbeat\n\n"); err == nil {
+				err = rc.Flush()
+			}
+		case <-timer.C:
+			return
+		case <-s.shutdown:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+	s.log.Debug("event stream ended", "err", err)
+}
+
+// sendEvent writes and flushes one status event for snap, judged now.
+func (s *Server) sendEvent(w http.ResponseWriter, rc *http.ResponseController, snap *elect.Snapshot) error {
+	data, err := json.Marshal(statusOf(snap, s.clock.Now()))
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "id: %d\nevent: status\ndata: %s\n\n", snap.Index, data); err != nil {
+		return err
+	}
+	return rc.Flush()
+}
+
+// acceptsEventStream reports whether r's Accept header lists
+// text/event-stream.
+func acceptsEventStream(r *http.Request) bool {
+	for _, accept := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(accept, ",") {
+			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
+				return true
+			}
+		}
+	}
+	return false
+}
