@@ -84,7 +84,7 @@ func (s *Server) handleToken(w http.ResponseWriter, _ *http.Request) {
 // plus whether a release was written.
 type released struct {
 	Released bool `json:"released"`
-	status
+	Status
 }
 
 // handleRelease serves POST /v1/release[?for=D]: step down if leading,
@@ -115,7 +115,7 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("release requested over HTTP", "released", ok, "stayOut", stayOut)
 	snap := s.election.Snapshot()
-	respond(w, http.StatusOK, snap, released{Released: ok, status: statusOf(snap, s.clock.Now())})
+	respond(w, http.StatusOK, snap, released{Released: ok, Status: statusOf(snap, s.clock.Now())})
 }
 
 // name is the body of GET /, as served by the retired Kubernetes contrib

@@ -9,9 +9,9 @@ import (
 	"github.com/leasehold/leasehold/internal/fence"
 )
 
-// status is the JSON body of GET /v1/status and of every answer that
+// Status is the JSON body of GET /v1/status and of every answer that
 // carries the election state. Its field names are public contract.
-type status struct {
+type Status struct {
 	Identity     string      `json:"identity"`
 	Namespace    string      `json:"namespace"`
 	Lease        string      `json:"lease"`
@@ -30,8 +30,8 @@ type status struct {
 // statusOf describes snap as judged at now: leader, validUntil and
 // validForMs come from snap.IsLeader(now) and snap.ValidFor(now).
 // validForMs is rounded down, so it never overstates validity.
-func statusOf(snap *elect.Snapshot, now time.Time) status {
-	st := status{
+func statusOf(snap *elect.Snapshot, now time.Time) Status {
+	st := Status{
 		Identity:     snap.Identity,
 		Namespace:    snap.Namespace,
 		Lease:        snap.Lease,

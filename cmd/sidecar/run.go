@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/leasehold/leasehold/internal/config"
+	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/kubeclient"
+	"github.com/leasehold/leasehold/internal/logging"
+)
+
+// Exit statuses.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitConfig = 2
+)
+
+// httpShutdownTimeout bounds how long open requests may take to finish once
+// the servers stop (long-polls and streams end at once: BeginShutdown).
+const httpShutdownTimeout = 2 * time.Second
+
+// run wires configuration → Kubernetes client → elector → HTTP servers →
+// signals, and returns the exit status.
+func run(stderr io.Writer) int {
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(stderr, "leasehold:", err)
+		if _, ok := errors.AsType[*config.Error](err); ok {
+			return exitConfig
+		}
+		return exitFailed
+	}
+	log := logging.New(stderr, cfg.LogFormat, cfg.LogLevel)
+	if err := serve(cfg, log); err != nil {
+		log.Error("leasehold stopped", "err", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// serve runs the sidecar until a signal (nil error) or a failure.
+func serve(cfg config.Config, log *slog.Logger) error {
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	restConfig, err := kubeclient.New(kubeclient.Options{
+		Kubeconfig: os.Getenv("KUBECONFIG"),
+		UserAgent:  "leasehold/" + version,
+		Requests:   kubeclient.NewRequestMetrics(registry),
+	})
+	if err != nil {
+		return err
+	}
+	clientset, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	elector, err := elect.New(elect.Config{
+		Leases:        clientset.CoordinationV1(),
+		Namespace:     cfg.LeaseNamespace,
+		Name:          cfg.LeaseName,
+		Identity:      cfg.Identity,
+		LeaseDuration: cfg.LeaseDuration,
+		RenewDeadline: cfg.RenewDeadline,
+		RetryPeriod:   cfg.RetryPeriod,
+		ReleaseOnStop: cfg.ReleaseOnShutdown,
+		Logger:        log,
+		Metrics:       elect.NewMetrics(registry),
+	})
+	if err != nil {
+		return err
+	}
+	api, err := httpapi.New(httpapi.Options{
+		Election:      elector,
+		LeaseDuration: cfg.LeaseDuration,
+		Registry:      registry,
+		Version:       version,
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	apiListener, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return fmt.Errorf("LEASEHOLD_API_ADDR: %w", err)
+	}
+	opsListener, err := net.Listen("tcp", cfg.OpsAddr)
+	if err != nil {
+		apiListener.Close()
+		return fmt.Errorf("LEASEHOLD_OPS_ADDR: %w", err)
+	}
+	apiServer := httpapi.NewHTTPServer(api.APIHandler())
+	opsServer := httpapi.NewHTTPServer(api.OpsHandler())
+
+	// One channel collects every reason to stop: a server failing or the
+	// elector giving up. Signals arrive through signals.
+	failures := make(chan error, 3)
+	signals, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stopSignals()
+	electCtx, stopElection := context.WithCancel(context.Background())
+	defer stopElection()
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		if err := elector.Run(electCtx); err != nil {
+			failures <- fmt.Errorf("election: %w", err)
+		}
+	}()
+	for name, s := range map[string]struct {
+		server   *http.Server
+		listener net.Listener
+	}{"api": {apiServer, apiListener}, "ops": {opsServer, opsListener}} {
+		go func() {
+			if err := s.server.Serve(s.listener); !errors.Is(err, http.ErrServerClosed) {
+				failures <- fmt.Errorf("%s server: %w", name, err)
+			}
+		}()
+	}
+	log.Info("leasehold started", "version", version, "identity", cfg.Identity,
+		"lease", cfg.LeaseNamespace+"/"+cfg.LeaseName, "api", apiListener.Addr().String(), "ops", opsListener.Addr().String())
+
+	var failure error
+	select {
+	case <-signals.Done():
+		log.Info("shutting down: signal received")
+	case failure = <-failures:
+	}
+
+	// Shutdown order: readiness fails and blocking requests return; the
+	// elector stops reporting leadership and releases the Lease; then the
+	// servers close.
+	api.BeginShutdown()
+	stopElection()
+	<-electorDone
+	ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
+	defer cancel()
+	failure = errors.Join(failure, apiServer.Shutdown(ctx), opsServer.Shutdown(ctx))
+	if failure == nil {
+		log.Info("leasehold stopped")
+	}
+	return failure
+}

@@ -1,0 +1,163 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/kubetest"
+)
+
+var (
+	cluster *kubetest.Cluster
+	binary  string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "leasehold-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary, err = fleet.Build(context.Background(), dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := kubetest.Main(m, &cluster)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const (
+	leaseDuration = 3 * time.Second
+	renewDeadline = 2 * time.Second
+	retryPeriod   = 500 * time.Millisecond
+)
+
+func newFleet(t *testing.T) fleet.Config {
+	t.Helper()
+	ns, err := kubetest.Require(t, cluster).CreateNamespace(t.Context(), "sidecar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fleet.Config{
+		Binary: binary, Cluster: cluster, Namespace: ns, Lease: "app",
+		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		Dir: t.TempDir(),
+	}
+}
+
+func start(t *testing.T, f fleet.Config, name string) *fleet.Instance {
+	t.Helper()
+	inst, err := f.Start(t.Context(), name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(inst.Stop)
+	return inst
+}
+
+// Bad configuration stops the process at start: exit status 2 and one line
+// that names the variable and the rule.
+func TestBadConfigurationExitsTwoNamingTheVariable(t *testing.T) {
+	for variable, value := range map[string]string{
+		"LEASEHOLD_LEASE_DURATION": "1500ms",
+		"LEASEHOLD_RENEW_DEADLINE": "14s",
+		"LEASEHOLD_LEASE_NAME":     "Not_A_Name",
+		"LEASEHOLD_API_ADDR":       "localhost",
+	} {
+		t.Run(variable, func(t *testing.T) {
+			cmd := exec.Command(binary)
+			cmd.Env = []string{"LEASEHOLD_LEASE_NAME=app", "POD_NAMESPACE=default", variable + "=" + value}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 {
+				t.Fatalf("exit: %v, want status 2", err)
+			}
+			out := strings.TrimSpace(stderr.String())
+			if strings.Count(out, "\n") != 0 || !strings.Contains(out, variable) {
+				t.Fatalf("stderr %q: want one line naming %s", out, variable)
+			}
+		})
+	}
+}
+
+// SIGTERM to the leader: it stops reporting leadership, releases the Lease
+// and exits 0 within renewDeadline; the other instance takes over at once
+// with a larger token.
+func TestSIGTERMReleasesAndExitsZeroWithinRenewDeadline(t *testing.T) {
+	f := newFleet(t)
+	a := start(t, f, "a")
+	b := start(t, f, "b")
+	instances := []*fleet.Instance{a, b}
+	leader, before, err := fleet.WaitLeader(t.Context(), instances, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := a
+	if leader == a {
+		other = b
+	}
+
+	sent := time.Now()
+	if err := leader.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-leader.Exited():
+	case <-time.After(renewDeadline):
+		t.Fatalf("still running %v after SIGTERM", renewDeadline)
+	}
+	if code := leader.ExitCode(); code != 0 {
+		t.Fatalf("exit status %d after SIGTERM, want 0", code)
+	}
+	took := time.Since(sent)
+
+	_, after, err := fleet.WaitLeader(t.Context(), []*fleet.Instance{other}, 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.FencingToken <= before.FencingToken {
+		t.Errorf("successor token %d not above %d", after.FencingToken, before.FencingToken)
+	}
+	t.Logf("exit after SIGTERM: %v; successor leads with token %d (was %d)", took, after.FencingToken, before.FencingToken)
+
+	lease, err := cluster.Clientset().CoordinationV1().Leases(f.Namespace).Get(t.Context(), "app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := *lease.Spec.HolderIdentity; h != after.Identity {
+		t.Errorf("holder %q, want the successor %q", h, after.Identity)
+	}
+}
+
+// The identity defaults to POD_NAME plus a per-process random suffix, so a
+// restarted pod with the same name is a new candidate.
+func TestIdentityIsPodNamePlusPerProcessSuffix(t *testing.T) {
+	f := newFleet(t)
+	first := start(t, f, "pod")
+	st1, err := first.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Stop()
+	second := start(t, f, "pod")
+	st2, err := second.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(st1.Identity, "pod_") || !strings.HasPrefix(st2.Identity, "pod_") || st1.Identity == st2.Identity {
+		t.Errorf("identities %q and %q: want pod_<suffix>, different per process", st1.Identity, st2.Identity)
+	}
+}

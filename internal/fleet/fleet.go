@@ -1,0 +1,254 @@
+// Package fleet runs real leasehold sidecar processes (the built binary)
+// against a kubetest cluster, each with its own API and OPS ports and,
+// optionally, its own cuttable proxy to the apiserver. The demo, the
+// benchmarks and the end-to-end tests drive sidecars through it exactly as a
+// pod would: environment variables in, HTTP and signals out.
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/kubetest"
+)
+
+// Build compiles cmd/sidecar into dir, with the Dockerfile's flags
+// (CGO_ENABLED=0 -trimpath: a static binary), and returns the binary's
+// path. Tests run what ships. It must run inside the leasehold module.
+func Build(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "leasehold")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=test",
+		"-o", bin, "github.com/leasehold/leasehold/cmd/sidecar")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Config is shared by every instance of a fleet.
+type Config struct {
+	Binary    string
+	Cluster   *kubetest.Cluster
+	User      *kubetest.User // credentials; nil means the cluster's admin
+	Namespace string
+	Lease     string
+	// Timings; zero means the sidecar's defaults.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	Env                                       []string // extra LEASEHOLD_* settings
+	Dir                                       string   // where logs go
+}
+
+// Instance is one running sidecar.
+type Instance struct {
+	Name    string // POD_NAME; the identity is Name + "_" + a random suffix
+	APIURL  string // http://127.0.0.1:<port>
+	OpsURL  string
+	Proxy   *kubetest.Proxy // this instance's own link to the apiserver, if any
+	LogPath string
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	state  *os.ProcessState
+}
+
+// Start launches one sidecar named name and waits until it is ready
+// (/readyz). With viaProxy its apiserver traffic crosses its own Proxy.
+func (c Config) Start(ctx context.Context, name string, viaProxy bool) (*Instance, error) {
+	apiPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	opsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	user := c.User
+	if user == nil {
+		user = c.Cluster.Admin()
+	}
+	inst := &Instance{
+		Name:    name,
+		APIURL:  "http://127.0.0.1:" + strconv.Itoa(apiPort),
+		OpsURL:  "http://127.0.0.1:" + strconv.Itoa(opsPort),
+		LogPath: filepath.Join(c.Dir, name+".log"),
+		exited:  make(chan struct{}),
+	}
+	if viaProxy {
+		if inst.Proxy, err = c.Cluster.NewProxy(); err != nil {
+			return nil, err
+		}
+		if user, err = user.Through(inst.Proxy); err != nil {
+			inst.Proxy.Close()
+			return nil, err
+		}
+	}
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"KUBECONFIG=" + user.Kubeconfig,
+		"POD_NAME=" + name,
+		"POD_NAMESPACE=" + c.Namespace,
+		"LEASEHOLD_LEASE_NAME=" + c.Lease,
+		"LEASEHOLD_API_ADDR=127.0.0.1:" + strconv.Itoa(apiPort),
+		"LEASEHOLD_OPS_ADDR=127.0.0.1:" + strconv.Itoa(opsPort),
+	}
+	for v, d := range map[string]time.Duration{
+		"LEASEHOLD_LEASE_DURATION": c.LeaseDuration,
+		"LEASEHOLD_RENEW_DEADLINE": c.RenewDeadline,
+		"LEASEHOLD_RETRY_PERIOD":   c.RetryPeriod,
+	} {
+		if d != 0 {
+			env = append(env, v+"="+d.String())
+		}
+	}
+	env = append(env, c.Env...)
+	logFile, err := os.Create(inst.LogPath)
+	if err != nil {
+		inst.closeProxy()
+		return nil, err
+	}
+	inst.cmd = exec.Command(c.Binary)
+	inst.cmd.Env = env
+	inst.cmd.Stdout, inst.cmd.Stderr = logFile, logFile
+	inst.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := inst.cmd.Start(); err != nil {
+		logFile.Close()
+		inst.closeProxy()
+		return nil, err
+	}
+	go func() {
+		_ = inst.cmd.Wait() // the exit status is read from ProcessState
+		inst.state = inst.cmd.ProcessState
+		logFile.Close()
+		close(inst.exited)
+	}()
+	if err := inst.waitReady(ctx); err != nil {
+		inst.Stop()
+		return nil, fmt.Errorf("%s not ready: %w (log: %s)", name, err, inst.LogPath)
+	}
+	return inst, nil
+}
+
+func (i *Instance) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		if code, err := get(ctx, i.OpsURL+"/readyz", nil); err == nil && code == http.StatusOK {
+			return nil
+		}
+		select {
+		case <-i.exited:
+			return fmt.Errorf("exited: %v", i.state)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Status asks the instance's API for /v1/status.
+func (i *Instance) Status(ctx context.Context) (httpapi.Status, error) {
+	var st httpapi.Status
+	code, err := get(ctx, i.APIURL+"/v1/status", &st)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET /v1/status: %d", code)
+	}
+	return st, err
+}
+
+// Signal sends sig to the process (SIGKILL a crash, SIGTERM a graceful
+// stop, SIGSTOP/SIGCONT a pause).
+func (i *Instance) Signal(sig syscall.Signal) error { return i.cmd.Process.Signal(sig) }
+
+// Exited is closed when the process has exited.
+func (i *Instance) Exited() <-chan struct{} { return i.exited }
+
+// ExitCode is the exit status once Exited is closed (-1 if killed by a signal).
+func (i *Instance) ExitCode() int { return i.state.ExitCode() }
+
+// Stop kills the process if it still runs, waits for it, and closes its proxy.
+func (i *Instance) Stop() {
+	select {
+	case <-i.exited:
+	default:
+		_ = i.cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot die
+		_ = i.cmd.Process.Kill()
+		<-i.exited
+	}
+	i.closeProxy()
+}
+
+func (i *Instance) closeProxy() {
+	if i.Proxy != nil {
+		i.Proxy.Close()
+	}
+}
+
+// get GETs url with a short timeout and decodes a JSON body into out (if
+// not nil), whatever the status code.
+func get(ctx context.Context, url string, out any) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode %s: %w", url, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ErrNoLeader is returned by WaitLeader when no instance leads in time.
+var ErrNoLeader = errors.New("fleet: no leader")
+
+// WaitLeader polls the instances' status every interval until exactly one
+// reports leader:true, and returns it with its status.
+func WaitLeader(ctx context.Context, instances []*Instance, interval time.Duration) (*Instance, httpapi.Status, error) {
+	for {
+		var leader *Instance
+		var status httpapi.Status
+		leaders := 0
+		for _, inst := range instances {
+			if st, err := inst.Status(ctx); err == nil && st.Leader {
+				leader, status = inst, st
+				leaders++
+			}
+		}
+		if leaders == 1 {
+			return leader, status, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, httpapi.Status{}, fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
+		case <-time.After(interval):
+		}
+	}
+}
