@@ -13,7 +13,7 @@ export LEASEHOLD_KUBE_ASSETS := $(KUBE_ASSETS)
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: test vet kube-bins kube check-no-leftovers
+.PHONY: test vet kube-bins kube bench check-no-leftovers
 
 ## test: vet, then every test (unit and integration against the real apiserver) with the race detector.
 test: kube-bins vet
@@ -40,6 +40,10 @@ $(KUBE_ASSETS)/etcd:
 ## kube: run a local apiserver; prints KUBECONFIG=<path>, stops on Ctrl-C.
 kube: kube-bins
 	go run ./hack/localkube
+
+## bench: handover/failover latency and API requests per renewal, one table, against a real apiserver.
+bench: kube-bins
+	go run ./bench $(BENCH_FLAGS)
 
 # The harness must never leave an etcd or kube-apiserver behind.
 check-no-leftovers:

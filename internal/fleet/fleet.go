@@ -200,6 +200,11 @@ func (i *Instance) closeProxy() {
 func get(ctx context.Context, url string, out any) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	return getWait(ctx, url, out)
+}
+
+// getWait is get bounded by ctx alone, for long-polls.
+func getWait(ctx context.Context, url string, out any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
