@@ -1,7 +1,8 @@
 // Command bench measures leasehold's election against a real kube-apiserver
 // (`make bench`): graceful handover and crash failover latency over many
 // trials, and the API requests the leader makes per renewal and a watching
-// candidate makes while the leader is healthy. It prints one table of
+// candidate makes while the leader is healthy; and the localhost HTTP API's
+// throughput, watcher wake-up latency and memory. It prints tables of
 // medians and spreads; all figures come from one run on one apiserver.
 package main
 
@@ -26,6 +27,10 @@ func main() {
 	flag.DurationVar(&opts.renewDeadline, "renew-deadline", 3*time.Second, "LEASEHOLD_RENEW_DEADLINE")
 	flag.DurationVar(&opts.retryPeriod, "retry-period", time.Second, "LEASEHOLD_RETRY_PERIOD")
 	flag.IntVar(&opts.renewals, "renewals", 10, "renewal periods to count requests over")
+	flag.IntVar(&opts.statusConns, "status-conns", 64, "keep-alive connections loading GET /v1/status")
+	flag.DurationVar(&opts.statusLoad, "status-load", 5*time.Second, "how long to load GET /v1/status")
+	flag.IntVar(&opts.watchers, "watchers", 1000, "open watchers (half long-poll, half SSE)")
+	flag.IntVar(&opts.changes, "changes", 10, "Lease changes the watchers are woken by")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -38,6 +43,8 @@ func main() {
 type options struct {
 	handovers, failovers, renewals            int
 	leaseDuration, renewDeadline, retryPeriod time.Duration
+	statusConns, watchers, changes            int
+	statusLoad                                time.Duration
 }
 
 func run(ctx context.Context, opts options) error {
@@ -81,6 +88,12 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	group.stop() // the HTTP figures are measured on a sidecar of their own
+	httpFigs, err := benchHTTP(ctx, cluster, group.cfg, opts.statusConns, opts.watchers, opts.changes, opts.statusLoad)
+	if err != nil {
+		return err
+	}
 	printTable(os.Stdout, opts, handovers, failovers, requests)
+	printHTTPTable(os.Stdout, httpFigs)
 	return nil
 }

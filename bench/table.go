@@ -41,3 +41,19 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	i = min(max(i, 0), len(sorted)-1)
 	return sorted[i].Round(time.Microsecond)
 }
+
+// printHTTPTable prints the HTTP API's figures.
+func printHTTPTable(w io.Writer, f httpFigures) {
+	sort := func(d []time.Duration) []time.Duration { s := slices.Clone(d); slices.Sort(s); return s }
+	status, paced, wake := sort(f.statusLatencies), sort(f.pacedLatencies), sort(f.wakeLatencies)
+	fmt.Fprintln(w, "\nlocalhost HTTP API, one sidecar")
+	fmt.Fprintln(w, "\n| figure | value | target |\n|---|---|---|")
+	fmt.Fprintf(w, "| GET /v1/status, %d keep-alive connections, closed loop: throughput | %.0f req/s | ≥ 20,000 req/s |\n", f.statusConns, f.statusRate)
+	fmt.Fprintf(w, "| GET /v1/status latency at that saturation: p50 / p99 (n=%d) | %v / %v | |\n", len(status), quantile(status, 0.5), quantile(status, 0.99))
+	fmt.Fprintf(w, "| GET /v1/status latency at an offered %d req/s (achieved %.0f): p50 / p99 (n=%d) | %v / %v | p99 < 5ms |\n",
+		pacedRate, f.pacedRate, len(paced), quantile(paced, 0.5), quantile(paced, 0.99))
+	fmt.Fprintf(w, "| %d watchers, Lease change → every watcher answered: p50 / p99 / max (n=%d) | %v / %v / %v | p99 ≤ 50ms |\n",
+		f.watchers, len(wake), quantile(wake, 0.5), quantile(wake, 0.99), wake[len(wake)-1].Round(time.Microsecond))
+	fmt.Fprintf(w, "| RSS idle | %.1f MiB | ≤ 30 MiB |\n", float64(f.rssIdle)/(1<<20))
+	fmt.Fprintf(w, "| RSS with %d watchers | %.1f MiB | ≤ 60 MiB |\n", f.watchers, float64(f.rssWatchers)/(1<<20))
+}

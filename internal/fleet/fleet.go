@@ -171,6 +171,9 @@ func (i *Instance) Status(ctx context.Context) (httpapi.Status, error) {
 // stop, SIGSTOP/SIGCONT a pause).
 func (i *Instance) Signal(sig syscall.Signal) error { return i.cmd.Process.Signal(sig) }
 
+// PID is the process ID, for reading its resource use from /proc.
+func (i *Instance) PID() int { return i.cmd.Process.Pid }
+
 // Exited is closed when the process has exited.
 func (i *Instance) Exited() <-chan struct{} { return i.exited }
 
