@@ -13,7 +13,11 @@ export LEASEHOLD_KUBE_ASSETS := $(KUBE_ASSETS)
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: test vet kube-bins kube bench check-no-leftovers
+.PHONY: demo test vet kube-bins kube bench check-no-leftovers
+
+## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
+demo: kube-bins
+	go run ./hack/demo
 
 ## test: vet, then every test (unit and integration against the real apiserver) with the race detector.
 test: kube-bins vet
@@ -40,6 +44,11 @@ $(KUBE_ASSETS)/etcd:
 ## kube: run a local apiserver; prints KUBECONFIG=<path>, stops on Ctrl-C.
 kube: kube-bins
 	go run ./hack/localkube
+
+## image: the container image (needs a Docker engine; CI tests the same binary without one).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+image:
+	docker build --build-arg VERSION=$(VERSION) -t leasehold:$(VERSION) .
 
 ## bench: handover/failover latency and API requests per renewal, one table, against a real apiserver.
 bench: kube-bins
