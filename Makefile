@@ -11,16 +11,23 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
                 -X k8s.io/component-base/version.gitTreeState=clean
 export LEASEHOLD_KUBE_ASSETS := $(KUBE_ASSETS)
 
+# helm is built from the Go module proxy in its own tools module hack/helm
+# (apart from hack/kube, whose k8s.io replace directives it must not meet),
+# and cached by version. The chart tests find it through $$LEASEHOLD_HELM.
+HELM_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "helm.sh/helm/v3") {print $$(i+1); exit}}' hack/helm/go.mod)
+HELM_BIN     := $(CURDIR)/.cache/helm/$(HELM_VERSION)/helm
+export LEASEHOLD_HELM := $(HELM_BIN)
+
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test vet kube-bins kube bench check-no-leftovers
+.PHONY: demo test vet kube-bins helm-bin chart-test kube bench check-no-leftovers
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
 demo: kube-bins
 	go run ./hack/demo
 
 ## test: vet, then every test (unit and integration against the real apiserver) with the race detector.
-test: kube-bins vet
+test: kube-bins helm-bin vet
 	go test $(GO_TEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory check-no-leftovers
 
@@ -41,6 +48,27 @@ $(KUBE_ASSETS)/etcd:
 	cd hack/kube && go build -o $@.tmp ./etcd
 	mv $@.tmp $@
 
+## helm-bin: build helm once per version (about 2 minutes cold). Like helm's own
+## Makefile, stamp the Kubernetes version of its client-go as the default
+## that `helm template` and `helm lint` render for.
+helm-bin: $(HELM_BIN)
+	@ln -sfn $(HELM_VERSION) .cache/helm/current
+
+$(HELM_BIN):
+	@mkdir -p $(dir $@)
+	cd hack/helm && minor=$$(go list -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f2) && \
+	go build -trimpath -ldflags "-s -w \
+		-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+		-X helm.sh/helm/v3/internal/version.gitTreeState=clean \
+		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$minor \
+		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$minor" \
+		-o $@.tmp helm.sh/helm/v3/cmd/helm
+	mv $@.tmp $@
+
+## chart-test: only the chart and image tests (helm lint/template/install, RBAC and image proofs).
+chart-test: kube-bins helm-bin
+	go test $(GO_TEST_FLAGS) ./test/chart/ ./test/image/
+
 ## kube: run a local apiserver; prints KUBECONFIG=<path>, stops on Ctrl-C.
 kube: kube-bins
 	go run ./hack/localkube
@@ -50,9 +78,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 image:
 	docker build --build-arg VERSION=$(VERSION) -t leasehold:$(VERSION) .
 
-## bench: handover/failover latency and API requests per renewal, one table, against a real apiserver.
+## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 15 minutes).
 bench: kube-bins
-	go run ./bench $(BENCH_FLAGS)
+	go run ./bench -out docs/benchmarks.md $(BENCH_FLAGS)
 
 # The harness must never leave an etcd or kube-apiserver behind.
 check-no-leftovers:

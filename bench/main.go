@@ -1,9 +1,18 @@
-// Command bench measures leasehold's election against a real kube-apiserver
-// (`make bench`): graceful handover and crash failover latency over many
-// trials, and the API requests the leader makes per renewal and a watching
-// candidate makes while the leader is healthy; and the localhost HTTP API's
-// throughput, watcher wake-up latency and memory. It prints tables of
-// medians and spreads; all figures come from one run on one apiserver.
+// Command bench measures leasehold against a real kube-apiserver, side by
+// side with a baseline built on client-go's own LeaderElector
+// (bench/baseline), in the same run and on the same apiserver (`make
+// bench`):
+//
+//   - graceful handover (SIGTERM to the leader) and crash failover (SIGKILL)
+//     latency, until a successor's GET /v1/leader long-poll answers 200;
+//   - API requests made by the leader per renewal and by candidates;
+//   - overlaps (two instances claiming leadership at once, with certainty)
+//     in partition and process-pause trials;
+//   - for leasehold alone, the localhost HTTP API's throughput, watcher
+//     wake-up latency and memory.
+//
+// It prints one table, and with -out also writes it, with the command, the
+// machine and a latency plot, to a Markdown file.
 package main
 
 import (
@@ -12,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,17 +31,21 @@ import (
 
 func main() {
 	var opts options
-	flag.IntVar(&opts.handovers, "handovers", 20, "graceful handover trials (SIGTERM to the leader)")
-	flag.IntVar(&opts.failovers, "failovers", 5, "crash failover trials (SIGKILL to the leader)")
-	flag.DurationVar(&opts.leaseDuration, "lease-duration", 5*time.Second, "LEASEHOLD_LEASE_DURATION")
-	flag.DurationVar(&opts.renewDeadline, "renew-deadline", 3*time.Second, "LEASEHOLD_RENEW_DEADLINE")
-	flag.DurationVar(&opts.retryPeriod, "retry-period", time.Second, "LEASEHOLD_RETRY_PERIOD")
-	flag.IntVar(&opts.renewals, "renewals", 10, "renewal periods to count requests over")
+	flag.IntVar(&opts.handovers, "handovers", 20, "graceful handover trials (SIGTERM to the leader), per implementation")
+	flag.IntVar(&opts.failovers, "failovers", 10, "crash failover trials (SIGKILL to the leader), per implementation")
+	flag.IntVar(&opts.partitions, "partitions", 20, "partition trials (black-hole the leader until another leads), per implementation")
+	flag.IntVar(&opts.pauses, "pauses", 20, "pause trials (SIGSTOP the leader for longer than leaseDuration), per implementation")
+	flag.DurationVar(&opts.leaseDuration, "lease-duration", 5*time.Second, "leaseDuration of both implementations")
+	flag.DurationVar(&opts.renewDeadline, "renew-deadline", 3*time.Second, "renewDeadline of both implementations")
+	flag.DurationVar(&opts.retryPeriod, "retry-period", time.Second, "retryPeriod of both implementations")
+	flag.DurationVar(&opts.requestWindow, "request-window", 30*time.Second, "how long to count API requests for")
 	flag.IntVar(&opts.statusConns, "status-conns", 64, "keep-alive connections loading GET /v1/status")
 	flag.DurationVar(&opts.statusLoad, "status-load", 5*time.Second, "how long to load GET /v1/status")
 	flag.IntVar(&opts.watchers, "watchers", 1000, "open watchers (half long-poll, half SSE)")
 	flag.IntVar(&opts.changes, "changes", 10, "Lease changes the watchers are woken by")
+	flag.StringVar(&opts.out, "out", "", "also write the report (Markdown, plus an SVG plot beside it) to this file")
 	flag.Parse()
+	opts.command = "go run ./bench " + strings.Join(os.Args[1:], " ")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, opts); err != nil {
@@ -41,10 +55,27 @@ func main() {
 }
 
 type options struct {
-	handovers, failovers, renewals            int
+	handovers, failovers, partitions, pauses  int
 	leaseDuration, renewDeadline, retryPeriod time.Duration
+	requestWindow                             time.Duration
 	statusConns, watchers, changes            int
 	statusLoad                                time.Duration
+	out, command                              string
+}
+
+// implementation is one thing being measured: a binary that answers
+// leasehold's GET /v1/status and /v1/leader and reads LEASEHOLD_* variables.
+type implementation struct {
+	name   string
+	binary string
+}
+
+// results are one implementation's figures.
+type results struct {
+	impl                 implementation
+	handovers, failovers []time.Duration
+	requests             requestCounts
+	partition, pause     faultResults
 }
 
 func run(ctx context.Context, opts options) error {
@@ -58,42 +89,70 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin, err := fleet.Build(ctx, dir)
+	leasehold, err := fleet.Build(ctx, dir)
 	if err != nil {
 		return err
 	}
+	baseline, err := fleet.BuildCommand(ctx, dir, "github.com/leasehold/leasehold/bench/baseline")
+	if err != nil {
+		return err
+	}
+	base := fleet.Config{
+		Cluster: cluster, Dir: dir,
+		LeaseDuration: opts.leaseDuration, RenewDeadline: opts.renewDeadline, RetryPeriod: opts.retryPeriod,
+	}
+	fmt.Fprintf(os.Stderr, "bench: leaseDuration %v, renewDeadline %v, retryPeriod %v\n", opts.leaseDuration, opts.renewDeadline, opts.retryPeriod)
+
+	var all []results
+	for _, impl := range []implementation{{"leasehold", leasehold}, {"client-go LeaderElector", baseline}} {
+		r, err := measure(ctx, cluster, base, impl, opts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", impl.name, err)
+		}
+		all = append(all, r)
+	}
+	base.Binary = leasehold
+	httpFigs, err := benchHTTP(ctx, cluster, base, opts.statusConns, opts.watchers, opts.changes, opts.statusLoad)
+	if err != nil {
+		return err
+	}
+	report := newReport(opts, all, httpFigs)
+	fmt.Print(report.markdown(""))
+	if opts.out != "" {
+		return report.write(opts.out)
+	}
+	return nil
+}
+
+// measure runs every election trial on one implementation, in a namespace
+// of its own, with three instances each behind its own cuttable proxy.
+func measure(ctx context.Context, cluster *kubetest.Cluster, base fleet.Config, impl implementation, opts options) (results, error) {
+	r := results{impl: impl}
 	ns, err := cluster.CreateNamespace(ctx, "bench")
 	if err != nil {
-		return err
+		return r, err
 	}
-	group := &group{cfg: fleet.Config{
-		Binary: bin, Cluster: cluster, Namespace: ns, Lease: "bench", Dir: dir,
-		LeaseDuration: opts.leaseDuration, RenewDeadline: opts.renewDeadline, RetryPeriod: opts.retryPeriod,
-	}}
-	defer group.stop()
-	if err := group.fill(ctx, 3); err != nil {
-		return err
+	cfg := base
+	cfg.Binary, cfg.Namespace, cfg.Lease = impl.binary, ns, "bench"
+	g := &group{cfg: cfg, name: impl.name}
+	defer g.stop()
+	if err := g.fill(ctx, 3); err != nil {
+		return r, err
 	}
-
-	fmt.Fprintf(os.Stderr, "bench: 3 sidecars, leaseDuration %v, renewDeadline %v, retryPeriod %v\n", opts.leaseDuration, opts.renewDeadline, opts.retryPeriod)
-	requests, err := countRequests(ctx, group, opts.retryPeriod, opts.renewals)
-	if err != nil {
-		return err
+	if r.requests, err = countRequests(ctx, g, opts.requestWindow); err != nil {
+		return r, err
 	}
-	handovers, err := group.trials(ctx, "handover", opts.handovers, syscall.SIGTERM)
-	if err != nil {
-		return err
+	if r.handovers, err = g.trials(ctx, "handover", opts.handovers, syscall.SIGTERM); err != nil {
+		return r, err
 	}
-	failovers, err := group.trials(ctx, "failover", opts.failovers, syscall.SIGKILL)
-	if err != nil {
-		return err
+	if r.failovers, err = g.trials(ctx, "failover", opts.failovers, syscall.SIGKILL); err != nil {
+		return r, err
 	}
-	group.stop() // the HTTP figures are measured on a sidecar of their own
-	httpFigs, err := benchHTTP(ctx, cluster, group.cfg, opts.statusConns, opts.watchers, opts.changes, opts.statusLoad)
-	if err != nil {
-		return err
+	if r.partition, err = g.faultTrials(ctx, partition, opts.partitions); err != nil {
+		return r, err
 	}
-	printTable(os.Stdout, opts, handovers, failovers, requests)
-	printHTTPTable(os.Stdout, httpFigs)
-	return nil
+	if r.pause, err = g.faultTrials(ctx, pause, opts.pauses); err != nil {
+		return r, err
+	}
+	return r, nil
 }

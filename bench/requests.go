@@ -8,20 +8,23 @@ import (
 	"github.com/leasehold/leasehold/internal/fleet"
 )
 
-// requestCounts are the API requests made over a window of renewals.
+// requestCounts are the API requests made over a window, from each
+// instance's leasehold_kube_requests_total (both implementations count
+// their requests with internal/kubeclient).
 type requestCounts struct {
-	renewals          float64 // the leader's renew writes in the window
+	window            time.Duration
 	leaderRequests    float64 // every request the leader sent
 	leaderGets        float64
+	renewals          float64 // leasehold only: the leader's renew writes (leasehold_renew_duration_seconds count)
 	candidateRequests float64 // every request the candidates sent, all together
 	candidates        int
 }
 
-// countRequests reads leasehold_kube_requests_total and
-// leasehold_renew_duration_seconds (its count is the renew writes) from
-// every instance, lets `renewals` retry periods pass, and reads them again.
-func countRequests(ctx context.Context, g *group, retryPeriod time.Duration, renewals int) (requestCounts, error) {
-	leader, err := fleet.AwaitLeadership(ctx, g.instances)
+func (c requestCounts) perMinute(n float64) float64 { return n / c.window.Minutes() }
+
+// countRequests scrapes every instance, lets window pass, and scrapes again.
+func countRequests(ctx context.Context, g *group, window time.Duration) (requestCounts, error) {
+	leader, err := g.leader(ctx)
 	if err != nil {
 		return requestCounts{}, err
 	}
@@ -40,8 +43,9 @@ func countRequests(ctx context.Context, g *group, retryPeriod time.Duration, ren
 	if err != nil {
 		return requestCounts{}, err
 	}
+	start := time.Now()
 	select {
-	case <-time.After(time.Duration(renewals) * retryPeriod): // the measurement window
+	case <-time.After(window): // the measurement window
 	case <-ctx.Done():
 		return requestCounts{}, ctx.Err()
 	}
@@ -49,16 +53,16 @@ func countRequests(ctx context.Context, g *group, retryPeriod time.Duration, ren
 	if err != nil {
 		return requestCounts{}, err
 	}
-	var c requestCounts
+	c := requestCounts{window: time.Since(start)}
 	for i, inst := range g.instances {
 		delta := func(name string, labels map[string]string) float64 {
 			return after[i].Sum(name, labels) - before[i].Sum(name, labels)
 		}
 		requests := delta("leasehold_kube_requests_total", nil)
 		if inst == leader.Instance {
-			c.renewals = delta("leasehold_renew_duration_seconds", nil)
 			c.leaderRequests = requests
 			c.leaderGets = delta("leasehold_kube_requests_total", map[string]string{"verb": "get"})
+			c.renewals = delta("leasehold_renew_duration_seconds", nil)
 		} else {
 			c.candidateRequests += requests
 			c.candidates++

@@ -13,17 +13,20 @@ import (
 	"github.com/leasehold/leasehold/internal/fleet"
 )
 
-// group keeps a number of sidecars running, replacing those a trial stops.
+// group keeps three instances of one implementation running, each behind
+// its own proxy, replacing those a trial stops.
 type group struct {
 	cfg       fleet.Config
+	name      string
 	instances []*fleet.Instance
 	started   int
+	lastToken fence.Token // tokens must only grow, across all trials
 }
 
 func (g *group) fill(ctx context.Context, n int) error {
 	for len(g.instances) < n {
 		g.started++
-		inst, err := g.cfg.Start(ctx, fmt.Sprintf("sidecar-%d", g.started), false)
+		inst, err := g.cfg.Start(ctx, fmt.Sprintf("i%d", g.started), true)
 		if err != nil {
 			return err
 		}
@@ -36,57 +39,97 @@ func (g *group) stop() {
 	for _, inst := range g.instances {
 		inst.Stop()
 	}
+	g.instances = nil
 }
 
-// trials runs n trials: find the leader, send it sig, and time until
-// another instance answers 200 on /v1/leader (long-poll, no polling). The
-// stopped instance is replaced before the next trial. Tokens must grow.
+// replace stops inst and starts a fresh instance in its place.
+func (g *group) replace(ctx context.Context, inst *fleet.Instance) error {
+	inst.Stop()
+	g.instances = slices.DeleteFunc(g.instances, func(x *fleet.Instance) bool { return x == inst })
+	return g.fill(ctx, len(g.instances)+1)
+}
+
+func (g *group) others(leader *fleet.Instance) []*fleet.Instance {
+	return slices.DeleteFunc(slices.Clone(g.instances), func(x *fleet.Instance) bool { return x == leader })
+}
+
+// leader waits for the current leader and checks its token grew (for
+// implementations that report one).
+func (g *group) leader(ctx context.Context) (fleet.Leadership, error) {
+	l, err := fleet.AwaitLeadership(ctx, g.instances)
+	if err != nil {
+		return l, err
+	}
+	return l, g.checkToken(l)
+}
+
+func (g *group) checkToken(l fleet.Leadership) error {
+	t := l.Status.FencingToken
+	if t == 0 {
+		return nil // the baseline has no token
+	}
+	if t < g.lastToken {
+		return fmt.Errorf("token %d below the previous %d", t, g.lastToken)
+	}
+	g.lastToken = t
+	return nil
+}
+
+// randomPhase waits a random part of two retry periods: real faults strike
+// at any phase of the renew cycle, not right after a new leader's first
+// renewal.
+func (g *group) randomPhase(ctx context.Context) error {
+	select {
+	case <-time.After(rand.N(2 * g.cfg.RetryPeriod)):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// awaitSuccessor starts long-polls on every instance but leader before
+// fault() strikes, and returns the first to lead and the time since fault.
+func (g *group) awaitSuccessor(ctx context.Context, leader *fleet.Instance, fault func() error) (fleet.Leadership, time.Duration, error) {
+	type result struct {
+		l   fleet.Leadership
+		err error
+	}
+	next := make(chan result, 1)
+	go func() {
+		l, err := fleet.AwaitLeadership(ctx, g.others(leader))
+		next <- result{l, err}
+	}()
+	struck := time.Now()
+	if err := fault(); err != nil {
+		return fleet.Leadership{}, 0, err
+	}
+	r := <-next
+	if r.err != nil {
+		return r.l, 0, r.err
+	}
+	return r.l, r.l.At.Sub(struck), g.checkToken(r.l)
+}
+
+// trials runs n trials: send the leader sig and time until another
+// instance answers 200 on /v1/leader. The stopped instance is replaced.
 func (g *group) trials(ctx context.Context, name string, n int, sig syscall.Signal) ([]time.Duration, error) {
 	var latencies []time.Duration
-	var lastToken fence.Token
 	for i := range n {
-		leader, err := fleet.AwaitLeadership(ctx, g.instances)
+		leader, err := g.leader(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if leader.Status.FencingToken <= lastToken {
-			return nil, fmt.Errorf("%s %d: token %d not above the previous %d", name, i, leader.Status.FencingToken, lastToken)
-		}
-		lastToken = leader.Status.FencingToken
-		others := slices.DeleteFunc(slices.Clone(g.instances), func(x *fleet.Instance) bool { return x == leader.Instance })
-
-		type result struct {
-			l   fleet.Leadership
-			err error
-		}
-		next := make(chan result, 1)
-		go func() {
-			l, err := fleet.AwaitLeadership(ctx, others)
-			next <- result{l, err}
-		}()
-		// Real faults strike at any phase of the renew cycle: wait a random
-		// part of two retry periods, so that trials do not all start right
-		// after the new leader's first renewal.
-		select {
-		case <-time.After(rand.N(2 * g.cfg.RetryPeriod)):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		sent := time.Now()
-		if err := leader.Instance.Signal(sig); err != nil {
+		if err := g.randomPhase(ctx); err != nil {
 			return nil, err
 		}
-		r := <-next
-		if r.err != nil {
-			return nil, fmt.Errorf("%s %d: %w", name, i, r.err)
+		next, took, err := g.awaitSuccessor(ctx, leader.Instance, func() error { return leader.Instance.Signal(sig) })
+		if err != nil {
+			return nil, fmt.Errorf("%s %d: %w", name, i, err)
 		}
-		latencies = append(latencies, r.l.At.Sub(sent))
-		fmt.Fprintf(os.Stderr, "bench: %s %2d: %v (token %d → %d)\n", name, i+1, r.l.At.Sub(sent).Round(time.Microsecond), lastToken, r.l.Status.FencingToken)
-
+		latencies = append(latencies, took)
+		fmt.Fprintf(os.Stderr, "bench: %s: %s %2d: %v (%s → %s)\n", g.name, name, i+1, took.Round(time.Microsecond), leader.Instance.Name, next.Instance.Name)
 		<-leader.Instance.Exited()
-		leader.Instance.Stop()
-		g.instances = others
-		if err := g.fill(ctx, len(others)+1); err != nil {
+		if err := g.replace(ctx, leader.Instance); err != nil {
 			return nil, err
 		}
 	}

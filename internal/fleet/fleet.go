@@ -27,12 +27,17 @@ import (
 // (CGO_ENABLED=0 -trimpath: a static binary), and returns the binary's
 // path. Tests run what ships. It must run inside the leasehold module.
 func Build(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "leasehold")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=test",
-		"-o", bin, "github.com/leasehold/leasehold/cmd/sidecar")
+	return BuildCommand(ctx, dir, "github.com/leasehold/leasehold/cmd/sidecar")
+}
+
+// BuildCommand compiles the main package pkg into dir the same way, and
+// returns the binary's path (named after the package's last element).
+func BuildCommand(ctx context.Context, dir, pkg string) (string, error) {
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=test", "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
 }

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// report is the bench's output: one table comparing the implementations,
+// the HTTP API's figures, and how they were obtained.
+type report struct {
+	opts    options
+	results []results
+	http    httpFigures
+	machine string
+	date    string
+}
+
+func newReport(opts options, r []results, h httpFigures) *report {
+	return &report{opts: opts, results: r, http: h, machine: machine(), date: time.Now().UTC().Format("2006-01-02 15:04 MST")}
+}
+
+// markdown renders the report; plot names the latency plot to embed ("" for none).
+func (r *report) markdown(plot string) string {
+	var b strings.Builder
+	o := r.opts
+	fmt.Fprintf(&b, "leasehold vs client-go's LeaderElector (ReleaseOnCancel), 3 instances each, same real kube-apiserver, same run.\n")
+	fmt.Fprintf(&b, "Timings for both: leaseDuration %v, renewDeadline %v, retryPeriod %v.\n\n", o.leaseDuration, o.renewDeadline, o.retryPeriod)
+	fmt.Fprintln(&b, "| figure | leasehold | client-go LeaderElector | client-go ÷ leasehold (p50) | target for leasehold |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|")
+	lh, cg := r.results[0], r.results[1]
+	latencyRow := func(name string, a, c []time.Duration, target string) {
+		fmt.Fprintf(&b, "| %s, p50 / p95 (n=%d / %d) | %v / %v | %v / %v | %.2f× | %s |\n", name, len(a), len(c),
+			quantile(a, 0.5), quantile(a, 0.95), quantile(c, 0.5), quantile(c, 0.95), ratio(quantile(c, 0.5), quantile(a, 0.5)), target)
+	}
+	latencyRow("graceful handover (SIGTERM → successor leads)", lh.handovers, cg.handovers, "≤ 100ms / ≤ 300ms")
+	latencyRow("crash failover (SIGKILL → new leader)", lh.failovers, cg.failovers, fmt.Sprintf("≤ leaseDuration + retryPeriod = %v", o.leaseDuration+o.retryPeriod))
+	reqRow := func(name string, a, c float64, target string) {
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | | %s |\n", name, a, c, target)
+	}
+	reqRow(fmt.Sprintf("API requests per minute, leader (over %v)", lh.requests.window.Round(time.Second)),
+		lh.requests.perMinute(lh.requests.leaderRequests), cg.requests.perMinute(cg.requests.leaderRequests),
+		fmt.Sprintf("one write per renewal (%.0f/min)", time.Minute.Seconds()/o.retryPeriod.Seconds()))
+	if lh.requests.renewals > 0 {
+		fmt.Fprintf(&b, "| leasehold leader: requests per renewal (%.0f / %.0f), of which Gets | %.2f, %.0f Gets | | | 1, no Get |\n",
+			lh.requests.leaderRequests, lh.requests.renewals, lh.requests.leaderRequests/lh.requests.renewals, lh.requests.leaderGets)
+	}
+	reqRow("API requests per minute, per candidate", lh.requests.perMinute(lh.requests.candidateRequests)/float64(lh.requests.candidates),
+		cg.requests.perMinute(cg.requests.candidateRequests)/float64(cg.requests.candidates), "0 while its watch is healthy")
+	faultRow := func(name string, a, c faultResults) {
+		fmt.Fprintf(&b, "| %s: trials with overlap / deposed leader's first answer said leader | %d / %d of %d | %d / %d of %d | | 0 |\n",
+			name, a.overlaps, a.firstAfter, a.trials, c.overlaps, c.firstAfter, c.trials)
+	}
+	faultRow("partition (black-holed until another leads, > leaseDuration)", lh.partition, cg.partition)
+	faultRow("pause (SIGSTOP > leaseDuration, then SIGCONT)", lh.pause, cg.pause)
+	fmt.Fprintf(&b, "| partition, cut → successor leads, p50 / p95 | %v / %v | %v / %v | | ≤ leaseDuration + retryPeriod |\n",
+		quantile(lh.partition.recoveries, 0.5), quantile(lh.partition.recoveries, 0.95), quantile(cg.partition.recoveries, 0.5), quantile(cg.partition.recoveries, 0.95))
+	fmt.Fprintf(&b, "\nAn overlap is counted only when certain: one instance answered leader:true inside a span over which another answered leader:true in every sample (every %v, same token). For client-go, \"leader\" is the app's view: OnStartedLeading's context not yet cancelled. A successor that \"leads\" within milliseconds of a fault was already claiming leadership: an overlap that began before the fault.\n", sampleInterval)
+
+	h := r.http
+	fmt.Fprintf(&b, "\nleasehold's localhost HTTP API (one sidecar; the load generator shares the 2 cores):\n\n")
+	fmt.Fprintln(&b, "| figure | value | target |\n|---|---|---|")
+	fmt.Fprintf(&b, "| `GET /v1/status`, %d connections, closed loop: throughput; p50 / p99 | %.0f req/s; %v / %v | ≥ 20,000 req/s |\n",
+		h.statusConns, h.statusRate, quantile(h.statusLatencies, 0.5), quantile(h.statusLatencies, 0.99))
+	fmt.Fprintf(&b, "| `GET /v1/status` at an offered %d req/s (achieved %.0f): p50 / p99 | %v / %v | p99 < 5ms |\n",
+		pacedRate, h.pacedRate, quantile(h.pacedLatencies, 0.5), quantile(h.pacedLatencies, 0.99))
+	fmt.Fprintf(&b, "| watch notification: Lease change → each of %d watchers answered (½ long-poll, ½ SSE), p50 / p99 / max (n=%d) | %v / %v / %v | p99 ≤ 50ms |\n",
+		h.watchers, len(h.wakeLatencies), quantile(h.wakeLatencies, 0.5), quantile(h.wakeLatencies, 0.99), quantile(h.wakeLatencies, 1))
+	fmt.Fprintf(&b, "| RSS idle / with %d watchers | %.1f MiB / %.1f MiB | ≤ 30 MiB / ≤ 60 MiB |\n", h.watchers, mib(h.rssIdle), mib(h.rssWatchers))
+	if plot != "" {
+		fmt.Fprintf(&b, "\n![handover and failover latency, every trial](%s)\n", plot)
+	}
+	fmt.Fprintf(&b, "\nCommand: `%s` (via `make bench`), %s.\nMachine: %s.\n", strings.TrimSpace(o.command), r.date, r.machine)
+	return b.String()
+}
+
+// write saves the report and its plot beside it.
+func (r *report) write(path string) error {
+	plot := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)) + "-latency.svg"
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), plot), []byte(r.svg()), 0o644); err != nil {
+		return err
+	}
+	doc := "# Benchmarks\n\nGenerated by `make bench`; medians and ratios come from one run in which both implementations ran on the same apiserver.\n\n" + r.markdown(plot)
+	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+// quantile is the nearest-rank quantile of durations.
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := min(max(int(q*float64(len(s))+0.5)-1, 0), len(s)-1)
+	return roundDuration(s[i])
+}
+
+func roundDuration(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(10 * time.Microsecond)
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// machine describes where the bench ran.
+func machine() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(data)) {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if line, _, ok := strings.Cut(string(data), "\n"); ok {
+			mem = ", " + strings.Join(strings.Fields(line)[1:], " ") + " memory"
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s)%s, %s/%s, %s, shared and noisy", runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/fleet"
+)
+
+// sample is one answer to GET /v1/status: the instance claimed (or not)
+// leadership at some instant between sent and received.
+type sample struct {
+	inst           *fleet.Instance
+	sent, received time.Time
+	leader         bool
+	token          fence.Token
+}
+
+// sampler asks every instance for its status every few milliseconds.
+type sampler struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	samples []sample
+}
+
+const sampleInterval = 5 * time.Millisecond
+
+func startSampler(ctx context.Context, instances []*fleet.Instance) *sampler {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &sampler{cancel: cancel}
+	for _, inst := range instances {
+		s.wg.Go(func() {
+			for ctx.Err() == nil {
+				s.sampleNow(ctx, inst)
+				select {
+				case <-time.After(sampleInterval):
+				case <-ctx.Done():
+				}
+			}
+		})
+	}
+	return s
+}
+
+// sampleNow asks inst once and records the answer (none if it does not
+// answer within 250ms, as a paused or dead process does not).
+func (s *sampler) sampleNow(ctx context.Context, inst *fleet.Instance) sample {
+	ctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+	defer cancel()
+	sent := time.Now()
+	st, err := inst.Status(ctx)
+	if err != nil {
+		return sample{}
+	}
+	smp := sample{inst: inst, sent: sent, received: time.Now(), leader: st.Leader, token: st.FencingToken}
+	s.mu.Lock()
+	s.samples = append(s.samples, smp)
+	s.mu.Unlock()
+	return smp
+}
+
+// stop ends sampling and returns the samples.
+func (s *sampler) stop() []sample {
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.samples
+}
+
+// overlaps reports whether two instances certainly claimed leadership at
+// the same instant. An instance B certainly leads from the receipt of one
+// leader:true sample to the sending of a later one, when every sample of B
+// in between also said leader:true with the same token (a term does not
+// end and restart with the same token; client-go never re-campaigns). If
+// another instance A said leader:true in a sample lying wholly inside such
+// a span, both claimed leadership at once.
+func overlaps(samples []sample) bool {
+	byInst := map[*fleet.Instance][]sample{}
+	for _, s := range samples {
+		byInst[s.inst] = append(byInst[s.inst], s)
+	}
+	for b, bs := range byInst {
+		for _, span := range leaderSpans(bs) {
+			for a, as := range byInst {
+				if a == b {
+					continue
+				}
+				for _, s := range as {
+					if s.leader && span.from.Before(s.sent) && s.received.Before(span.to) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+type span struct{ from, to time.Time }
+
+// leaderSpans are the spans over which one instance certainly led (its
+// samples are in sending order).
+func leaderSpans(samples []sample) []span {
+	var spans []span
+	for i := 0; i < len(samples); {
+		if !samples[i].leader {
+			i++
+			continue
+		}
+		j := i
+		for j+1 < len(samples) && samples[j+1].leader && samples[j+1].token == samples[i].token {
+			j++
+		}
+		if j > i {
+			spans = append(spans, span{from: samples[i].received, to: samples[j].sent})
+		}
+		i = j + 1
+	}
+	return spans
+}
