@@ -6,7 +6,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -153,16 +152,7 @@ func TestStepsDownOnDeleteAndRecreatesWithLargerToken(t *testing.T) {
 // fresh Get shows the other holder and the term ends there.
 func TestWithoutWatchPollsAndStepsDownOnConflict(t *testing.T) {
 	f := newFixture(t)
-	user, err := cluster.UserWithRole(t.Context(), f.namespace, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "no-watch"},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
-			Verbs: []string{"get", "create", "update"},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	user := f.noWatchUser()
 	a := f.start("a", withUser(user))
 	a.waitFor(t, "a leads by polling", leading)
 	if a.Snapshot().WatchUp {

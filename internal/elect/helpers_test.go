@@ -7,6 +7,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -181,4 +182,21 @@ func (f *fixture) edit(change func(*coordinationv1.Lease)) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// noWatchUser is a user allowed get, create and update on leases but not
+// list or watch: its candidates fall back to polling.
+func (f *fixture) noWatchUser() *kubetest.User {
+	f.t.Helper()
+	user, err := cluster.UserWithRole(f.t.Context(), f.namespace, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-watch"},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+			Verbs: []string{"get", "create", "update"},
+		}},
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return user
 }

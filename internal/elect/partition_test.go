@@ -6,8 +6,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/elect"
@@ -106,16 +104,7 @@ func (o *overlapSampler) stop() { close(o.done); o.wg.Wait() }
 // the Lease afresh first.
 func TestReleaseOnStopNeverErasesAnotherHolder(t *testing.T) {
 	f := newFixture(t)
-	user, err := cluster.UserWithRole(t.Context(), f.namespace, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "no-watch"},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
-			Verbs: []string{"get", "create", "update"},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	user := f.noWatchUser()
 	a := f.start("a", withUser(user), withTimings(5*time.Second, 2500*time.Millisecond, 2*time.Second))
 	first := a.waitFor(t, "a leads", leading)
 	a.waitFor(t, "a renews", func(s *elect.Snapshot) bool { return s.RenewedAt.After(first.RenewedAt) })

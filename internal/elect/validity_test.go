@@ -24,34 +24,13 @@ import (
 // is scheduled; then the loop ends the term, which moves the index.
 func TestValidityEndsExactlyAtRenewDeadlineAfterLastSuccessfulWrite(t *testing.T) {
 	fakeClock := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	cs := fake.NewClientset()
-	var rv atomic.Int64
-	stampRV := func(a k8stesting.Action) (bool, runtime.Object, error) {
-		obj := a.(interface{ GetObject() runtime.Object }).GetObject().(*coordinationv1.Lease)
-		obj.ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
-		return false, nil, nil // stamped; the tracker stores it
-	}
 	var failUpdates atomic.Bool
-	cs.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	e := fakeElection(t, fakeClock, func() error {
 		if failUpdates.Load() {
-			return true, nil, errors.New("connection reset")
+			return errors.New("connection reset")
 		}
-		return stampRV(a)
+		return nil
 	})
-	cs.PrependReactor("create", "leases", stampRV)
-
-	e, err := elect.New(elect.Config{
-		Leases: cs.CoordinationV1(), Namespace: "ns", Name: "l", Identity: "a",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		Clock: fakeClock,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	defer func() { cancel(); <-done }()
 
 	start := fakeClock.Now()
 	waitSnapshot(t, e, func(s *elect.Snapshot) bool { return s.Leading && s.Token != 0 })
@@ -113,16 +92,41 @@ func waitIdle(t *testing.T, c *clocktesting.FakeClock) {
 // term, with a new token, instead.
 func TestLateRenewalStartsANewTermInsteadOfReviving(t *testing.T) {
 	fakeClock := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	cs := fake.NewClientset()
-	var rv atomic.Int64
 	var slowOnce atomic.Bool
-	stamp := func(a k8stesting.Action) (bool, runtime.Object, error) {
-		obj := a.(interface{ GetObject() runtime.Object }).GetObject().(*coordinationv1.Lease)
-		obj.ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
-		if a.GetVerb() == "update" && slowOnce.CompareAndSwap(true, false) {
+	e := fakeElection(t, fakeClock, func() error {
+		if slowOnce.CompareAndSwap(true, false) {
 			fakeClock.Step(11 * time.Second) // the write takes longer than renewDeadline
 		}
-		return false, nil, nil
+		return nil
+	})
+
+	first := waitSnapshot(t, e, func(s *elect.Snapshot) bool { return s.Leading && s.Token != 0 })
+	waitIdle(t, fakeClock)
+	slowOnce.Store(true)
+	fakeClock.Step(2 * time.Second) // the slow renewal
+	second := waitSnapshot(t, e, func(s *elect.Snapshot) bool { return s.Leading && s.Token != first.Token })
+	if second.Token <= first.Token || second.Index <= first.Index {
+		t.Errorf("after a late renewal: token %d (was %d), index %d (was %d); want a new, larger term", second.Token, first.Token, second.Index, first.Index)
+	}
+}
+
+// fakeElection runs an Elector on a fake clientset and a fake clock. The
+// fake clientset does not version objects, so a reactor stamps increasing
+// resourceVersions on creates and updates; beforeUpdate, if set, may fail
+// an update (return handled=true and an error) or act on the clock first.
+func fakeElection(t *testing.T, fakeClock *clocktesting.FakeClock, beforeUpdate func() error) *elect.Elector {
+	t.Helper()
+	cs := fake.NewClientset()
+	var rv atomic.Int64
+	stamp := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() == "update" && beforeUpdate != nil {
+			if err := beforeUpdate(); err != nil {
+				return true, nil, err
+			}
+		}
+		obj := a.(interface{ GetObject() runtime.Object }).GetObject().(*coordinationv1.Lease)
+		obj.ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
+		return false, nil, nil // stamped; the tracker stores it
 	}
 	cs.PrependReactor("update", "leases", stamp)
 	cs.PrependReactor("create", "leases", stamp)
@@ -137,14 +141,6 @@ func TestLateRenewalStartsANewTermInsteadOfReviving(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	first := waitSnapshot(t, e, func(s *elect.Snapshot) bool { return s.Leading && s.Token != 0 })
-	waitIdle(t, fakeClock)
-	slowOnce.Store(true)
-	fakeClock.Step(2 * time.Second) // the slow renewal
-	second := waitSnapshot(t, e, func(s *elect.Snapshot) bool { return s.Leading && s.Token != first.Token })
-	if second.Token <= first.Token || second.Index <= first.Index {
-		t.Errorf("after a late renewal: token %d (was %d), index %d (was %d); want a new, larger term", second.Token, first.Token, second.Index, first.Index)
-	}
+	t.Cleanup(func() { cancel(); <-done })
+	return e
 }

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -71,11 +70,11 @@ type Instance struct {
 // Start launches one sidecar named name and waits until it is ready
 // (/readyz). With viaProxy its apiserver traffic crosses its own Proxy.
 func (c Config) Start(ctx context.Context, name string, viaProxy bool) (*Instance, error) {
-	apiPort, err := freePort()
+	apiPort, err := kubetest.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	opsPort, err := freePort()
+	opsPort, err := kubetest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -228,15 +227,6 @@ func getWait(ctx context.Context, url string, out any) (int, error) {
 		}
 	}
 	return resp.StatusCode, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // ErrNoLeader is returned by WaitLeader when no instance leads in time.

@@ -105,11 +105,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 }
 
 func (c *Cluster) startEtcd(bin string) error {
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (c *Cluster) startEtcd(bin string) error {
 // configureAPIServer writes the apiserver's keys and fixes its flags once, so
 // that every restart serves the same port, certificate and etcd.
 func (c *Cluster) configureAPIServer(extra []string) error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -293,7 +293,8 @@ func (c *Cluster) CreateNamespace(ctx context.Context, prefix string) (string, e
 	return ns.Name, nil
 }
 
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
