@@ -2,10 +2,12 @@ package elect_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +22,25 @@ import (
 
 var cluster *kubetest.Cluster
 
-func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, &cluster)) }
+// TestMain runs the tests against one real apiserver, then checks that no
+// goroutine of the election outlived its Elector: every Run, watcher and
+// timer has a visible end. Connections that client-go's shared transports
+// keep alive are not the election's and are ignored.
+func TestMain(m *testing.M) {
+	code := kubetest.Main(m, &cluster)
+	if code == 0 {
+		if err := goleak.Find(
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreTopFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // Timings for most tests: short, and within every rule
 // (renewDeadline + retryPeriod < leaseDuration, renewDeadline > 1.2 × retryPeriod).

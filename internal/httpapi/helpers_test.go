@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"go.uber.org/goleak"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -243,3 +244,7 @@ func num(t *testing.T, m map[string]any, key string) int64 {
 	}
 	return int64(v)
 }
+
+// TestMain fails the package if any goroutine outlives the tests: every
+// long-poll, stream and server the tests start must end.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
