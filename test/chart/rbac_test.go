@@ -1,0 +1,327 @@
+package chart_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/kubetest"
+)
+
+const (
+	leaseDuration = 3 * time.Second
+	renewDeadline = 2 * time.Second
+	retryPeriod   = 500 * time.Millisecond
+)
+
+func fleetConfig(t testing.TB, ns, lease string, user *kubetest.User) fleet.Config {
+	t.Helper()
+	return fleet.Config{
+		Binary: sidecar, Cluster: cluster, User: user, Namespace: ns, Lease: lease,
+		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		Dir: t.TempDir(),
+	}
+}
+
+func start(t testing.TB, f fleet.Config, name string) *fleet.Instance {
+	t.Helper()
+	inst, err := f.Start(t.Context(), name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(inst.Stop)
+	return inst
+}
+
+// chartRole renders the chart (release "rbac", demo on) into namespace ns
+// and returns its Role and the Lease name its sidecar is configured with,
+// after checking that the Role is made for that Lease.
+func chartRole(t testing.TB, ns string) (*rbacv1.Role, string) {
+	t.Helper()
+	objs := render(t, "rbac", ns, chartDir, "--set", "demo.enabled=true")
+	role := convert[rbacv1.Role](t, one(t, objs, "Role"))
+	d := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+	c := container(d.Spec.Template.Spec.InitContainers, "leasehold")
+	if c == nil {
+		t.Fatal("no leasehold sidecar in the demo")
+	}
+	lease, _ := envValue(c, "LEASEHOLD_LEASE_NAME")
+	for _, rule := range role.Rules {
+		if len(rule.ResourceNames) > 0 && !slices.Equal(rule.ResourceNames, []string{lease}) {
+			t.Fatalf("Role names %v; the sidecar uses lease %q", rule.ResourceNames, lease)
+		}
+	}
+	return role, lease
+}
+
+// waitLeader waits until inst leads and returns its status.
+func waitLeader(t testing.TB, inst *fleet.Instance) httpapi.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, st, err := fleet.WaitLeader(ctx, []*fleet.Instance{inst}, 5*time.Millisecond)
+	if err != nil {
+		t.Fatalf("%s: %v (log %s)", inst.Name, err, inst.LogPath)
+	}
+	return st
+}
+
+// eventually polls cond every 20ms until it holds or timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func metric(t testing.TB, inst *fleet.Instance, name string, labels map[string]string) float64 {
+	t.Helper()
+	m, err := inst.Metrics(t.Context())
+	if err != nil {
+		t.Fatalf("%s: %v", inst.Name, err)
+	}
+	return m.Sum(name, labels)
+}
+
+func forbidden(t testing.TB, inst *fleet.Instance, verb string) float64 {
+	t.Helper()
+	labels := map[string]string{"code": "403"}
+	if verb != "" {
+		labels["verb"] = verb
+	}
+	return metric(t, inst, "leasehold_kube_requests_total", labels)
+}
+
+func getLease(t testing.TB, ns, name string) (*coordinationv1.Lease, error) {
+	t.Helper()
+	return cluster.Clientset().CoordinationV1().Leases(ns).Get(t.Context(), name, metav1.GetOptions{})
+}
+
+func holder(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// stopGracefully sends SIGTERM and waits for exit status 0.
+func stopGracefully(t testing.TB, inst *fleet.Instance) {
+	t.Helper()
+	if err := inst.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inst.Exited():
+	case <-time.After(renewDeadline + time.Second):
+		t.Fatalf("%s still running after SIGTERM", inst.Name)
+	}
+	if code := inst.ExitCode(); code != 0 {
+		t.Fatalf("%s exit status %d after SIGTERM, want 0", inst.Name, code)
+	}
+}
+
+// The real sidecar, with the credentials of a user bound to nothing but the
+// chart's rendered Role, creates the Lease and leads, renews it past several
+// lease durations, watches it, hands it over on SIGTERM within a round trip
+// and releases it on the last SIGTERM. No request is ever forbidden.
+func TestChartRoleLetsTheSidecarElectRenewWatchAndRelease(t *testing.T) {
+	kubetest.Require(t, cluster)
+	t.Parallel()
+	ns := newNamespace(t, "rbac")
+	role, lease := chartRole(t, ns)
+	user, err := cluster.UserWithRole(t.Context(), ns, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fleetConfig(t, ns, lease, user)
+	a := start(t, f, "a")
+	first := waitLeader(t, a)
+	created, err := getLease(t, ns, lease)
+	if err != nil {
+		t.Fatalf("elect: the Lease was not created: %v", err)
+	}
+	if holder(created) != first.Identity {
+		t.Fatalf("elect: holder %q, want %q", holder(created), first.Identity)
+	}
+	b := start(t, f, "b")
+
+	// Renew: past two lease durations a still leads, in the same term, and
+	// the Lease's renewTime has moved on.
+	time.Sleep(2*leaseDuration + retryPeriod)
+	st, err := a.Status(t.Context())
+	if err != nil || !st.Leader || st.FencingToken != first.FencingToken {
+		t.Fatalf("renew: after %v a reports %+v (err %v), want leader with token %d", 2*leaseDuration, st, err, first.FencingToken)
+	}
+	renewed, err := getLease(t, ns, lease)
+	if err != nil || !renewed.Spec.RenewTime.After(created.Spec.RenewTime.Time) {
+		t.Fatalf("renew: renewTime %v, was %v (err %v)", renewed.Spec.RenewTime, created.Spec.RenewTime, err)
+	}
+
+	// Watch: both watch the Lease through list+watch on its name.
+	for _, inst := range []*fleet.Instance{a, b} {
+		eventually(t, 5*time.Second, inst.Name+": leasehold_watch_up == 1", func() bool {
+			return metric(t, inst, "leasehold_watch_up", nil) == 1
+		})
+	}
+
+	// Hand over: SIGTERM a; b takes the released Lease.
+	sent := time.Now()
+	stopGracefully(t, a)
+	second := waitLeader(t, b)
+	t.Logf("handover after SIGTERM: %v; token %d → %d", time.Since(sent), first.FencingToken, second.FencingToken)
+	if second.FencingToken <= first.FencingToken {
+		t.Errorf("successor token %d not above %d", second.FencingToken, first.FencingToken)
+	}
+	if n := forbidden(t, b, ""); n != 0 {
+		t.Errorf("b: %v requests forbidden", n)
+	}
+
+	// Release: SIGTERM the last leader; the Lease is left with no holder.
+	stopGracefully(t, b)
+	released, err := getLease(t, ns, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := holder(released); h != "" {
+		t.Fatalf("release: holder %q after SIGTERM, want \"\"", h)
+	}
+	for _, inst := range []*fleet.Instance{a, b} {
+		if log, err := os.ReadFile(inst.LogPath); err != nil || strings.Contains(strings.ToLower(string(log)), "forbidden") {
+			t.Errorf("%s: a request was forbidden (err %v):\n%s", inst.Name, err, log)
+		}
+	}
+}
+
+// without returns role minus one verb; a rule left with no verb goes.
+func without(role *rbacv1.Role, verb string) *rbacv1.Role {
+	r := role.DeepCopy()
+	r.Name += "-no-" + verb
+	r.Rules = nil
+	for _, rule := range role.Rules {
+		rule = *rule.DeepCopy()
+		rule.Verbs = slices.DeleteFunc(rule.Verbs, func(v string) bool { return v == verb })
+		if len(rule.Verbs) > 0 {
+			r.Rules = append(r.Rules, rule)
+		}
+	}
+	return r
+}
+
+// Each verb of the chart's Role is needed: with the Role minus that verb,
+// the API server forbids a request of the real sidecar and something it must
+// do fails. So the Role has no surplus rule.
+func TestEveryVerbOfTheChartRoleIsNeeded(t *testing.T) {
+	kubetest.Require(t, cluster)
+	t.Parallel()
+	verbs := map[string]bool{}
+	role, _ := chartRole(t, "probe")
+	for _, rule := range role.Rules {
+		for _, v := range rule.Verbs {
+			verbs[v] = true
+		}
+	}
+	cases := map[string]func(t *testing.T, f fleet.Config){
+		// The Lease does not exist yet: the sidecar cannot create it, so
+		// nobody ever leads.
+		"create": func(t *testing.T, f fleet.Config) {
+			inst := start(t, f, "a")
+			eventually(t, 5*time.Second, "a create is forbidden", func() bool { return forbidden(t, inst, "create") > 0 })
+			wantNotLeader(t, inst)
+			if _, err := getLease(t, f.Namespace, f.Lease); !apierrors.IsNotFound(err) {
+				t.Errorf("Lease: %v, want NotFound", err)
+			}
+		},
+		// A released Lease exists: acquiring it is an update, forbidden.
+		"update": func(t *testing.T, f fleet.Config) {
+			now := metav1.NowMicro()
+			if _, err := cluster.Clientset().CoordinationV1().Leases(f.Namespace).Create(t.Context(), &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: f.Lease},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(""), LeaseDurationSeconds: ptr.To[int32](1), RenewTime: &now},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			inst := start(t, f, "a")
+			eventually(t, 5*time.Second, "an update is forbidden", func() bool { return forbidden(t, inst, "update") > 0 })
+			wantNotLeader(t, inst)
+			if l, err := getLease(t, f.Namespace, f.Lease); err != nil || holder(l) != "" {
+				t.Errorf("Lease: %v, holder %q; want it still released", err, holder(l))
+			}
+		},
+		// It can lead (list shows the Lease missing, create starts the
+		// term), but the release on shutdown must re-read the Lease first:
+		// the Lease stays held until it expires.
+		"get": func(t *testing.T, f fleet.Config) {
+			inst := start(t, f, "a")
+			st := waitLeader(t, inst)
+			stopGracefully(t, inst)
+			if l, err := getLease(t, f.Namespace, f.Lease); err != nil || holder(l) != st.Identity {
+				t.Errorf("Lease after SIGTERM: %v, holder %q; want still %q (release impossible)", err, holder(l), st.Identity)
+			}
+			if log, _ := os.ReadFile(inst.LogPath); !strings.Contains(string(log), "release on shutdown failed") {
+				t.Errorf("the log does not report the failed release:\n%s", log)
+			}
+		},
+		// The watch cannot start without its initial list: candidates poll.
+		"list": func(t *testing.T, f fleet.Config) { wantNoWatch(t, f, "list") },
+		// The list works but the watch is forbidden: candidates poll.
+		"watch": func(t *testing.T, f fleet.Config) { wantNoWatch(t, f, "watch") },
+	}
+	for verb := range verbs {
+		if cases[verb] == nil {
+			t.Errorf("the chart's Role grants %q, which no case shows to be needed", verb)
+		}
+	}
+	for verb, run := range cases {
+		t.Run("without "+verb, func(t *testing.T) {
+			t.Parallel()
+			if !verbs[verb] {
+				t.Fatalf("the chart's Role does not grant %q", verb)
+			}
+			ns := newNamespace(t, "no-"+verb)
+			role, lease := chartRole(t, ns)
+			user, err := cluster.UserWithRole(t.Context(), ns, without(role, verb))
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(t, fleetConfig(t, ns, lease, user))
+		})
+	}
+}
+
+func wantNotLeader(t *testing.T, inst *fleet.Instance) {
+	t.Helper()
+	time.Sleep(2 * retryPeriod) // a few more attempts
+	if st, err := inst.Status(t.Context()); err != nil || st.Leader {
+		t.Errorf("status %+v (err %v), want not leader", st, err)
+	}
+}
+
+func wantNoWatch(t *testing.T, f fleet.Config, verb string) {
+	t.Helper()
+	inst := start(t, f, "a")
+	waitLeader(t, inst) // it still elects, by polling
+	eventually(t, 5*time.Second, "a "+verb+" is forbidden", func() bool { return forbidden(t, inst, verb) > 0 })
+	for range 10 { // across the watcher's retries
+		if up := metric(t, inst, "leasehold_watch_up", nil); up != 0 {
+			t.Fatalf("leasehold_watch_up = %v without %s, want 0", up, verb)
+		}
+		time.Sleep(retryPeriod / 4)
+	}
+}

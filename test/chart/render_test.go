@@ -1,0 +1,455 @@
+package chart_test
+
+import (
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// helm lint --strict passes for the defaults, every ci values file and the
+// worked example of a user's chart.
+func TestHelmLint(t *testing.T) {
+	requireHelm(t)
+	t.Parallel()
+	runs := map[string][]string{"defaults": {chartDir}, "example my-app": {exampleChart(t)}}
+	for _, file := range ciValues(t) {
+		runs[filepath.Base(file)] = []string{chartDir, "-f", file}
+	}
+	for name, args := range runs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out := mustHelm(t, append([]string{"lint", "--strict"}, args...)...)
+			if !strings.Contains(out, "0 chart(s) failed") {
+				t.Fatalf("helm lint:\n%s", out)
+			}
+		})
+	}
+}
+
+// chartMeta is what the labels must carry.
+type chartMeta struct{ Name, Version, AppVersion string }
+
+func readChartMeta(t testing.TB) chartMeta {
+	t.Helper()
+	out := mustHelm(t, "show", "chart", chartDir)
+	var m chartMeta
+	if err := yaml.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// expectation is what one ci values file must render, beyond the
+// invariants every rendering satisfies.
+type expectation struct {
+	kinds          []string // sorted kinds of the rendered objects
+	native         bool     // leasehold as a native sidecar in the demo
+	fullname       string
+	lease          string
+	serviceAccount string
+	check          func(t *testing.T, sidecar, app *corev1.Container, d *appsv1.Deployment)
+}
+
+var ciExpectations = map[string]expectation{
+	"default-values.yaml": {
+		kinds:    []string{"Pod", "Role", "RoleBinding", "ServiceAccount"},
+		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
+	},
+	"demo-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: true,
+		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
+		check: func(t *testing.T, sidecar, _ *corev1.Container, d *appsv1.Deployment) {
+			if *d.Spec.Replicas != 3 {
+				t.Errorf("replicas %d, want 3", *d.Spec.Replicas)
+			}
+			wantEnv(t, sidecar, map[string]string{
+				"LEASEHOLD_LEASE_DURATION": "5s", "LEASEHOLD_RENEW_DEADLINE": "3s", "LEASEHOLD_RETRY_PERIOD": "1s",
+				"LEASEHOLD_LOG_LEVEL": "debug", "LEASEHOLD_LOG_FORMAT": "text", "LEASEHOLD_RELEASE_ON_SHUTDOWN": "true",
+			})
+		},
+	},
+	"custom-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: true,
+		fullname: "orders-election", lease: "orders.leader", serviceAccount: "orders",
+		check: func(t *testing.T, sidecar, app *corev1.Container, d *appsv1.Deployment) {
+			if want := "registry.example.com/platform/leasehold@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"; sidecar.Image != want {
+				t.Errorf("image %q, want %q", sidecar.Image, want)
+			}
+			wantEnv(t, sidecar, map[string]string{
+				"LEASEHOLD_RELEASE_ON_SHUTDOWN": "false", "GOMEMLIMIT": "48MiB",
+				"LEASEHOLD_API_ADDR": "127.0.0.1:14040", "LEASEHOLD_OPS_ADDR": ":14041",
+			})
+			wantEnv(t, app, map[string]string{"LEASEHOLD_URL": "http://127.0.0.1:14040"})
+			if s := d.Spec.Template.Spec.ImagePullSecrets; len(s) != 1 || s[0].Name != "registry-credentials" {
+				t.Errorf("imagePullSecrets %v", s)
+			}
+		},
+	},
+	"existing-serviceaccount-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding"}, native: true,
+		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "existing-leasehold",
+	},
+	"no-rbac-values.yaml": {
+		kinds:    []string{"Pod", "ServiceAccount"},
+		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
+	},
+	"plain-container-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: false,
+		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
+	},
+}
+
+// helm template with every ci/*-values.yaml renders what that file asks
+// for, and every rendering satisfies the chart's invariants: the standard
+// labels, the exact least-privilege Role on the Lease the sidecar is told to
+// use, the Downward API identity, a restricted securityContext with a
+// read-only root filesystem, the resources, and a native sidecar (init
+// container, restartPolicy Always, startupProbe on the OPS port's /readyz).
+func TestTemplateCIValues(t *testing.T) {
+	requireHelm(t)
+	t.Parallel()
+	meta := readChartMeta(t)
+	files := ciValues(t)
+	for _, file := range files {
+		name := filepath.Base(file)
+		want, ok := ciExpectations[name]
+		if !ok {
+			t.Errorf("%s has no expectation in ciExpectations: add one", name)
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			objs := render(t, "ci", "ci-ns", chartDir, "-f", file)
+			var kinds []string
+			for _, o := range objs {
+				kinds = append(kinds, o.GetKind())
+				wantLabels(t, o, meta, "ci")
+				if o.GetNamespace() != "" && o.GetNamespace() != "ci-ns" {
+					t.Errorf("%s %s in namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
+				}
+			}
+			slices.Sort(kinds)
+			if !slices.Equal(kinds, want.kinds) {
+				t.Fatalf("rendered kinds %v, want %v", kinds, want.kinds)
+			}
+			checkRendering(t, objs, want)
+		})
+	}
+}
+
+// checkRendering checks the invariants of one rendering.
+func checkRendering(t *testing.T, objs []*unstructured.Unstructured, want expectation) {
+	t.Helper()
+	for _, sa := range only(objs, "ServiceAccount") {
+		if sa.GetName() != want.serviceAccount {
+			t.Errorf("ServiceAccount %q, want %q", sa.GetName(), want.serviceAccount)
+		}
+	}
+	if roles := only(objs, "Role"); len(roles) > 0 {
+		role := convert[rbacv1.Role](t, roles[0])
+		if role.Name != want.fullname {
+			t.Errorf("Role %q, want %q", role.Name, want.fullname)
+		}
+		if diff := ruleDiff(role.Rules, leastPrivilege(want.lease)); diff != "" {
+			t.Errorf("Role rules: %s", diff)
+		}
+		binding := convert[rbacv1.RoleBinding](t, one(t, objs, "RoleBinding"))
+		wantSubject := rbacv1.Subject{Kind: "ServiceAccount", Name: want.serviceAccount, Namespace: "ci-ns"}
+		if binding.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}) ||
+			len(binding.Subjects) != 1 || binding.Subjects[0] != wantSubject {
+			t.Errorf("RoleBinding %+v %+v: want Role %s bound to %+v only", binding.RoleRef, binding.Subjects, role.Name, wantSubject)
+		}
+	}
+	for _, pod := range only(objs, "Pod") { // the helm test
+		p := convert[corev1.Pod](t, pod)
+		if p.Annotations["helm.sh/hook"] != "test" {
+			t.Errorf("Pod %s is not a helm test hook: %v", p.Name, p.Annotations)
+		}
+		if p.Spec.ServiceAccountName != want.serviceAccount {
+			t.Errorf("test pod runs as %q, want %q", p.Spec.ServiceAccountName, want.serviceAccount)
+		}
+		wantEnv(t, &p.Spec.Containers[0], map[string]string{"LEASE": want.lease})
+		wantRestricted(t, "test pod", p.Spec.Containers[0].SecurityContext)
+	}
+	for _, obj := range only(objs, "Deployment") {
+		d := convert[appsv1.Deployment](t, obj)
+		spec := d.Spec.Template.Spec
+		if spec.ServiceAccountName != want.serviceAccount {
+			t.Errorf("demo runs as %q, want %q", spec.ServiceAccountName, want.serviceAccount)
+		}
+		var sidecar *corev1.Container
+		if want.native {
+			sidecar = container(spec.InitContainers, "leasehold")
+			if sidecar == nil || sidecar.RestartPolicy == nil || *sidecar.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+				t.Fatalf("leasehold is not a native sidecar (init container with restartPolicy Always): %+v", spec.InitContainers)
+			}
+			if container(spec.Containers, "leasehold") != nil {
+				t.Error("leasehold is also a plain container")
+			}
+		} else {
+			sidecar = container(spec.Containers, "leasehold")
+			if sidecar == nil || sidecar.RestartPolicy != nil || len(spec.InitContainers) != 0 {
+				t.Fatalf("want leasehold as a plain container: init %+v", spec.InitContainers)
+			}
+		}
+		app := container(spec.Containers, "app")
+		if app == nil {
+			t.Fatal("no app container")
+		}
+		checkSidecar(t, sidecar, want.lease)
+		_, apiPort, _ := net.SplitHostPort(mustEnv(t, sidecar, "LEASEHOLD_API_ADDR"))
+		wantEnv(t, app, map[string]string{"LEASEHOLD_URL": "http://127.0.0.1:" + apiPort})
+		wantRestricted(t, "app", app.SecurityContext)
+		if want.check != nil {
+			want.check(t, sidecar, app, d)
+		}
+	}
+}
+
+// checkSidecar checks the leasehold container: Lease, Downward API
+// identity, probes on the OPS port, resources, securityContext.
+func checkSidecar(t *testing.T, c *corev1.Container, lease string) {
+	t.Helper()
+	wantEnv(t, c, map[string]string{"LEASEHOLD_LEASE_NAME": lease})
+	for name, path := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"} {
+		var got string
+		for _, e := range c.Env {
+			if e.Name == name && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+				got = e.ValueFrom.FieldRef.FieldPath
+			}
+		}
+		if got != path {
+			t.Errorf("%s from the Downward API: fieldPath %q, want %q", name, got, path)
+		}
+	}
+	apiHost, _, err := net.SplitHostPort(mustEnv(t, c, "LEASEHOLD_API_ADDR"))
+	if err != nil || apiHost != "127.0.0.1" {
+		t.Errorf("LEASEHOLD_API_ADDR must be on loopback only: %v %q", err, apiHost)
+	}
+	_, opsPort, err := net.SplitHostPort(mustEnv(t, c, "LEASEHOLD_OPS_ADDR"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opsContainerPort string
+	for _, p := range c.Ports {
+		if p.Name == "leasehold-ops" {
+			opsContainerPort = strconv.Itoa(int(p.ContainerPort))
+		}
+	}
+	if opsContainerPort != opsPort {
+		t.Errorf("port leasehold-ops is %q, the sidecar listens on %q", opsContainerPort, opsPort)
+	}
+	for name, probe := range map[string]*corev1.Probe{"startupProbe": c.StartupProbe, "readinessProbe": c.ReadinessProbe, "livenessProbe": c.LivenessProbe} {
+		path := "/readyz"
+		if name == "livenessProbe" {
+			path = "/livez" // liveness never depends on leadership
+		}
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "leasehold-ops" {
+			t.Errorf("%s: want GET %s on port leasehold-ops, got %+v", name, path, probe)
+		}
+	}
+	for what, got := range map[string]resource.Quantity{
+		"requests.cpu": c.Resources.Requests[corev1.ResourceCPU], "requests.memory": c.Resources.Requests[corev1.ResourceMemory],
+		"limits.memory": c.Resources.Limits[corev1.ResourceMemory],
+	} {
+		want := map[string]string{"requests.cpu": "10m", "requests.memory": "32Mi", "limits.memory": "64Mi"}[what]
+		if got.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("resources %s = %s, want %s", what, got.String(), want)
+		}
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		t.Error("a CPU limit throttles renewals: want none")
+	}
+	wantRestricted(t, "leasehold", c.SecurityContext)
+	if sc := c.SecurityContext; sc != nil && (sc.RunAsUser == nil || *sc.RunAsUser != 65532) {
+		t.Errorf("leasehold runAsUser %v, want the image's 65532", sc.RunAsUser)
+	}
+}
+
+// wantRestricted checks a container securityContext against the
+// "restricted" Pod Security Standard on its own (not relying on the pod's),
+// plus a read-only root filesystem. The API server checks it too (dry-run
+// in a namespace that enforces restricted).
+func wantRestricted(t *testing.T, who string, sc *corev1.SecurityContext) {
+	t.Helper()
+	switch {
+	case sc == nil:
+		t.Errorf("%s: no securityContext", who)
+	case sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot:
+		t.Errorf("%s: runAsNonRoot is not true", who)
+	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+		t.Errorf("%s: allowPrivilegeEscalation is not false", who)
+	case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0:
+		t.Errorf("%s: capabilities %+v, want drop ALL", who, sc.Capabilities)
+	case sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+		t.Errorf("%s: seccompProfile %+v, want RuntimeDefault", who, sc.SeccompProfile)
+	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+		t.Errorf("%s: readOnlyRootFilesystem is not true", who)
+	}
+}
+
+// leastPrivilege is the Role the sidecar needs, and all it may have.
+func leastPrivilege(lease string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{lease},
+			Verbs: []string{"get", "update", "list", "watch"}},
+	}
+}
+
+func ruleDiff(got, want []rbacv1.PolicyRule) string {
+	if len(got) != len(want) {
+		return "got " + rulesString(got) + ", want " + rulesString(want)
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if !slices.Equal(g.APIGroups, w.APIGroups) || !slices.Equal(g.Resources, w.Resources) ||
+			!slices.Equal(g.ResourceNames, w.ResourceNames) || !slices.Equal(g.Verbs, w.Verbs) || len(g.NonResourceURLs) != 0 {
+			return "got " + rulesString(got) + ", want " + rulesString(want)
+		}
+	}
+	return ""
+}
+
+func rulesString(rules []rbacv1.PolicyRule) string {
+	out, _ := yaml.Marshal(rules)
+	return "\n" + string(out)
+}
+
+func wantLabels(t *testing.T, o *unstructured.Unstructured, meta chartMeta, release string) {
+	t.Helper()
+	want := map[string]string{
+		"app.kubernetes.io/name":       meta.Name,
+		"app.kubernetes.io/instance":   release,
+		"app.kubernetes.io/version":    meta.AppVersion,
+		"app.kubernetes.io/managed-by": "Helm",
+		"helm.sh/chart":                meta.Name + "-" + meta.Version,
+	}
+	got := o.GetLabels()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s %s: label %s=%q, want %q (labels %v)", o.GetKind(), o.GetName(), k, got[k], v, got)
+		}
+	}
+}
+
+func mustEnv(t *testing.T, c *corev1.Container, name string) string {
+	t.Helper()
+	v, ok := envValue(c, name)
+	if !ok {
+		t.Fatalf("container %s has no %s", c.Name, name)
+	}
+	return v
+}
+
+func wantEnv(t *testing.T, c *corev1.Container, want map[string]string) {
+	t.Helper()
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if got, ok := envValue(c, name); !ok || got != want[name] {
+			t.Errorf("container %s: %s=%q (set: %v), want %q", c.Name, name, got, ok, want[name])
+		}
+	}
+}
+
+// A misspelled key, a negative duration or a value of the wrong form fails
+// helm template with a message from the schema that names the value.
+func TestBadValuesFailWithAClearMessage(t *testing.T) {
+	requireHelm(t)
+	t.Parallel()
+	const schema = "values don't meet the specifications of the schema"
+	for name, tc := range map[string]struct {
+		args []string
+		want []string
+	}{
+		"misspelled top-level key":  {[]string{"--set", "leaseNmae=orders"}, []string{schema, "additional properties 'leaseNmae' not allowed"}},
+		"misspelled nested key":     {[]string{"--set", "demo.enabld=true"}, []string{schema, "at '/demo'", "additional properties 'enabld' not allowed"}},
+		"negative leaseDuration":    {[]string{"--set", "timings.leaseDuration=-5s"}, []string{schema, "at '/timings/leaseDuration': '-5s' does not match pattern"}},
+		"negative retryPeriod":      {[]string{"--set", "timings.retryPeriod=-1s"}, []string{schema, "at '/timings/retryPeriod': '-1s' does not match pattern"}},
+		"fractional leaseDuration":  {[]string{"--set", "timings.leaseDuration=1500ms"}, []string{schema, "at '/timings/leaseDuration'"}},
+		"duration without unit":     {[]string{"--set", "timings.renewDeadline=10"}, []string{schema, "at '/timings/renewDeadline'"}},
+		"bad lease name":            {[]string{"--set", "leaseName=Orders_Leader"}, []string{schema, "at '/leaseName'"}},
+		"unknown pull policy":       {[]string{"--set", "image.pullPolicy=Sometimes"}, []string{schema, "at '/image/pullPolicy': value must be one of"}},
+		"string for a boolean":      {[]string{"--set", "rbac.create=yes"}, []string{schema, "at '/rbac/create': got string, want boolean"}},
+		"negative replicas":         {[]string{"--set", "demo.replicas=-1"}, []string{schema, "at '/demo/replicas'"}},
+		"port out of range":         {[]string{"--set", "ports.ops=70000"}, []string{schema, "at '/ports/ops'"}},
+		"unknown log level":         {[]string{"--set", "log.level=verbose"}, []string{schema, "at '/log/level'"}},
+		"misspelled key in a file":  {[]string{"-f", writeValues(t, "timings:\n  leaseDurationSeconds: 15\n")}, []string{schema, "additional properties 'leaseDurationSeconds' not allowed"}},
+		"no ServiceAccount name":    {[]string{"--set", "serviceAccount.create=false"}, []string{"serviceAccount.name is required when serviceAccount.create is false"}},
+		"native sidecar on 1.28":    {[]string{"--set", "demo.enabled=true", "--kube-version", "1.28.5"}, []string{"nativeSidecar needs Kubernetes >= 1.29", "nativeSidecar=false"}},
+		"bad value in a subchart":   {[]string{"--set", "leasehold.timings.retryPeriod=-2s", "--example"}, []string{schema, "leasehold:", "at '/timings/retryPeriod'"}},
+		"misspelled subchart value": {[]string{"--set", "leasehold.leaseNmae=x", "--example"}, []string{schema, "additional properties 'leaseNmae' not allowed"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			chart, args := chartDir, tc.args
+			if i := slices.Index(args, "--example"); i >= 0 {
+				chart, args = exampleChart(t), slices.Delete(slices.Clone(args), i, i+1)
+			}
+			out, err := helm(t, append([]string{"template", "bad", chart}, args...)...)
+			if err == nil {
+				t.Fatalf("helm template %v succeeded:\n%s", args, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func writeValues(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The worked example of a user's chart (examples/my-app) adds leasehold to
+// its own pod template with `include "leasehold.container"
+// .Subcharts.leasehold`: the sidecar it renders uses the Lease, the
+// ServiceAccount and the image that the leasehold dependency's Role and
+// RoleBinding are made for.
+func TestExampleUserChartIncludesTheSidecar(t *testing.T) {
+	requireHelm(t)
+	t.Parallel()
+	objs := render(t, "shop", "ci-ns", exampleChart(t))
+	d := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+	if d.Name != "shop-my-app" {
+		t.Errorf("Deployment %q", d.Name)
+	}
+	spec := d.Spec.Template.Spec
+	sidecar := container(spec.InitContainers, "leasehold")
+	if sidecar == nil || sidecar.RestartPolicy == nil || *sidecar.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Fatalf("the example's pod has no native leasehold sidecar: %+v", spec.InitContainers)
+	}
+	checkSidecar(t, sidecar, "my-app-leader")
+	if sidecar.Image != "ghcr.io/leasehold/leasehold:"+readChartMeta(t).AppVersion {
+		t.Errorf("image %q: want the leasehold chart's appVersion, not my-app's", sidecar.Image)
+	}
+	role := convert[rbacv1.Role](t, one(t, objs, "Role"))
+	if diff := ruleDiff(role.Rules, leastPrivilege("my-app-leader")); diff != "" {
+		t.Errorf("Role rules: %s", diff)
+	}
+	sa := one(t, objs, "ServiceAccount")
+	binding := convert[rbacv1.RoleBinding](t, one(t, objs, "RoleBinding"))
+	if spec.ServiceAccountName != sa.GetName() || binding.Subjects[0].Name != sa.GetName() {
+		t.Errorf("pod runs as %q; ServiceAccount %q; bound %q", spec.ServiceAccountName, sa.GetName(), binding.Subjects[0].Name)
+	}
+	app := container(spec.Containers, "my-app")
+	wantEnv(t, app, map[string]string{"LEASEHOLD_URL": "http://127.0.0.1:4040"})
+}

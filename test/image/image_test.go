@@ -1,0 +1,506 @@
+// Package image_test proves what it can of the container image without a
+// Docker engine: the Dockerfile ships a static binary on distroless as uid
+// 65532 with no shell; the binary built with exactly the flags of the
+// Dockerfile's build line is static, stripped, path-free and stamped with
+// its version; and it runs as uid/gid 65532 from a read-only directory
+// (as with readOnlyRootFilesystem) against the real API server and leads.
+package image_test
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/kubetest"
+)
+
+// nonroot is distroless's nonroot user and group.
+const nonroot = 65532
+
+// version is what the test stamps through the Dockerfile's VERSION build argument.
+const version = "v0.0.0-imagetest"
+
+var (
+	cluster *kubetest.Cluster
+	root    string     // the module root
+	docker  dockerfile // the parsed Dockerfile
+	binary  string     // built with the Dockerfile's build line
+)
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	var err error
+	if root, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if docker, err = parseDockerfile(filepath.Join(root, "Dockerfile")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "leasehold-image-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if binary, err = docker.build(context.Background(), filepath.Join(dir, "leasehold")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return kubetest.Main(m, &cluster)
+}
+
+// dockerfile is what the tests read from the Dockerfile.
+type dockerfile struct {
+	args       map[string]string // ARG defaults
+	buildEnv   []string          // NAME=value before `go build` on the build line
+	buildArgs  []string          // the arguments of `go build`, variables unexpanded
+	finalFrom  string            // the last FROM
+	finalUser  string            // the last USER
+	entrypoint string            // the last ENTRYPOINT, as written
+	copies     []string          // COPY lines of the final stage
+	final      []string          // every instruction of the final stage
+}
+
+// parseDockerfile reads instructions (joining continuation lines) and picks
+// out the build line: the RUN that calls `go build`.
+func parseDockerfile(path string) (dockerfile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return dockerfile{}, err
+	}
+	d := dockerfile{args: map[string]string{}}
+	text := strings.ReplaceAll(string(data), "\\\n", " ")
+	builds := 0
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		instr, rest, _ := strings.Cut(line, " ")
+		rest = strings.TrimSpace(rest)
+		switch strings.ToUpper(instr) {
+		case "FROM":
+			d.finalFrom, d.final, d.copies = strings.Fields(rest)[0], nil, nil
+		case "ARG":
+			if name, value, ok := strings.Cut(rest, "="); ok {
+				d.args[name] = value
+			}
+		case "USER":
+			d.finalUser = rest
+		case "ENTRYPOINT":
+			d.entrypoint = rest
+		case "COPY":
+			d.copies = append(d.copies, rest)
+		case "RUN":
+			words, err := shellWords(rest)
+			if err != nil {
+				return d, fmt.Errorf("Dockerfile: %q: %w", line, err)
+			}
+			i := 0
+			for i < len(words) && regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`).MatchString(words[i]) {
+				i++
+			}
+			if len(words) > i+1 && words[i] == "go" && words[i+1] == "build" {
+				d.buildEnv, d.buildArgs = words[:i], words[i+2:]
+				builds++
+			}
+		}
+		d.final = append(d.final, line)
+	}
+	if builds != 1 {
+		return d, fmt.Errorf("Dockerfile: %d RUN lines call `go build`, want exactly 1", builds)
+	}
+	return d, nil
+}
+
+// shellWords splits a shell command line into words, honouring single and
+// double quotes (enough for a Dockerfile's RUN line; no globbing, no
+// command substitution, which the test rejects).
+func shellWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case strings.ContainsRune("`;&|<>()*?", r):
+			return nil, fmt.Errorf("unsupported shell syntax %q", r)
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, errors.New("unterminated quote")
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// expand replaces ${NAME} and $NAME with the build argument's value: the
+// VERSION the test stamps, else the ARG default.
+func (d dockerfile) expand(word string) string {
+	return os.Expand(word, func(name string) string {
+		if name == "VERSION" {
+			return version
+		}
+		return d.args[name]
+	})
+}
+
+// build runs the Dockerfile's build line in the module root (its COPYs put
+// go.mod, cmd/ and internal/ in WORKDIR), with its environment and
+// arguments, writing the binary to out instead of its -o path.
+func (d dockerfile) build(ctx context.Context, out string) (string, error) {
+	args := make([]string, 0, len(d.buildArgs))
+	for i := 0; i < len(d.buildArgs); i++ {
+		a := d.expand(d.buildArgs[i])
+		if a == "-o" && i+1 < len(d.buildArgs) {
+			args = append(args, "-o", out)
+			i++
+			continue
+		}
+		args = append(args, a)
+	}
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build"}, args...)...)
+	cmd.Dir = root
+	cmd.Env = os.Environ()
+	for _, e := range d.buildEnv {
+		cmd.Env = append(cmd.Env, d.expand(e))
+	}
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s (the Dockerfile's build line): %w\n%s", strings.Join(args, " "), err, output)
+	}
+	return out, nil
+}
+
+// flag returns the value of a go build flag (-name value or -name=value;
+// "true" for the boolean flags), and whether it is present.
+func (d dockerfile) flag(name string) (string, bool) {
+	boolean := map[string]bool{"-trimpath": true, "-a": true, "-race": true, "-v": true, "-x": true, "-n": true, "-buildvcs": true}
+	for i, a := range d.buildArgs {
+		switch {
+		case a == name && boolean[name]:
+			return "true", true
+		case a == name && i+1 < len(d.buildArgs):
+			return d.expand(d.buildArgs[i+1]), true
+		case strings.HasPrefix(a, name+"="):
+			return d.expand(strings.TrimPrefix(a, name+"=")), true
+		}
+	}
+	return "", false
+}
+
+// The Dockerfile builds a static, path-free, version-stamped binary and
+// ships it alone on distroless static:nonroot, as numeric user 65532, as the
+// ENTRYPOINT in exec form: no shell in the image, none needed to start.
+func TestDockerfileShipsAStaticBinaryAsNonRoot(t *testing.T) {
+	if !slices.Contains(docker.buildEnv, "CGO_ENABLED=0") {
+		t.Errorf("build line environment %v: want CGO_ENABLED=0 (a static binary)", docker.buildEnv)
+	}
+	if _, ok := docker.flag("-trimpath"); !ok {
+		t.Errorf("build line %v: want -trimpath", docker.buildArgs)
+	}
+	if ld, _ := docker.flag("-ldflags"); !strings.Contains(ld, "-X main.version="+version) {
+		t.Errorf("-ldflags %q: want the version stamped with -X main.version=${VERSION}", ld)
+	}
+	if docker.finalFrom != "gcr.io/distroless/static:nonroot" {
+		t.Errorf("final stage FROM %s, want gcr.io/distroless/static:nonroot", docker.finalFrom)
+	}
+	if !regexp.MustCompile(`^65532(:65532)?$`).MatchString(docker.finalUser) {
+		t.Errorf("USER %q: want numeric 65532 (runAsNonRoot can only verify a numeric user)", docker.finalUser)
+	}
+	var entry []string
+	if err := json.Unmarshal([]byte(docker.entrypoint), &entry); err != nil || len(entry) != 1 {
+		t.Fatalf("ENTRYPOINT %s: want exec form with the binary alone (no shell): %v", docker.entrypoint, err)
+	}
+	out, _ := docker.flag("-o")
+	wantCopy := "--from=build " + out + " " + entry[0]
+	if !slices.Contains(docker.copies, wantCopy) || len(docker.copies) != 1 {
+		t.Errorf("final stage COPY %q: want only %q", docker.copies, wantCopy)
+	}
+	for _, line := range docker.final {
+		if strings.HasPrefix(strings.ToUpper(line), "RUN") {
+			t.Errorf("final stage runs %q: distroless has no shell", line)
+		}
+	}
+}
+
+// The binary built with the Dockerfile's flags is static (no interpreter,
+// no dynamic section), stripped, carries no build path, and records those
+// very flags and the stamped version.
+func TestBinaryIsStaticStrippedAndStamped(t *testing.T) {
+	f, err := elf.Open(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("program header %v: a dynamically linked binary cannot run on distroless/static", p.Type)
+		}
+	}
+	ldflags, _ := docker.flag("-ldflags")
+	for _, s := range f.Sections {
+		switch {
+		case s.Name == ".interp" || s.Name == ".dynamic":
+			t.Errorf("section %s: want a static binary", s.Name)
+		case s.Name == ".symtab" && strings.Contains(ldflags, "-s"):
+			t.Errorf("section %s: the Dockerfile strips the symbol table (-ldflags -s)", s.Name)
+		case strings.HasPrefix(s.Name, ".debug_") || strings.HasPrefix(s.Name, ".zdebug_"):
+			if strings.Contains(ldflags, "-w") {
+				t.Errorf("section %s: the Dockerfile omits DWARF (-ldflags -w)", s.Name)
+			}
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) != 0 {
+		t.Errorf("imports shared libraries %v", libs)
+	}
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte(root+"/")) {
+		t.Errorf("the binary contains the build path %s: want -trimpath", root)
+	}
+
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	// Go records -ldflags only without -trimpath (go.dev/issue/52372); the
+	// sections above and the stamped version (TestRunsAsNonRoot...) show it.
+	want := map[string]string{"CGO_ENABLED": "0", "-trimpath": "true"}
+	if _, trimpath := docker.flag("-trimpath"); !trimpath {
+		want["-ldflags"] = ldflags
+	}
+	for key, want := range want {
+		if settings[key] != want {
+			t.Errorf("build setting %s=%q, want %q (from the Dockerfile)", key, settings[key], want)
+		}
+	}
+	t.Logf("%s, %s, %d MiB: %v", info.GoVersion, info.Path, len(data)>>20, settings)
+}
+
+// The image's binary runs as uid/gid 65532 from a read-only directory, as
+// with runAsUser 65532 and readOnlyRootFilesystem, against the real API
+// server: it becomes leader, reports the version it was stamped with, and
+// releases the Lease on SIGTERM.
+func TestRunsAsNonRootFromAReadOnlyDirectory(t *testing.T) {
+	kubetest.Require(t, cluster)
+	if os.Geteuid() != 0 {
+		t.Skip("switching to uid 65532 needs root (CI runs as root)")
+	}
+	ns, err := cluster.CreateNamespace(t.Context(), "image")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A read-only "root filesystem": the binary and a kubeconfig readable
+	// only by 65532, in a directory nobody but root may write.
+	dir, err := os.MkdirTemp("", "leasehold-readonly-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "leasehold")
+	copyFile(t, binary, bin, 0o555)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	copyFile(t, cluster.Admin().Kubeconfig, kubeconfig, 0o400)
+	if err := os.Chown(kubeconfig, nonroot, nonroot); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	apiPort, err := kubetest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opsPort, err := kubetest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(bin)
+	cmd.Dir = dir
+	cmd.Env = []string{
+		"HOME=" + dir, "TMPDIR=" + dir, // nowhere to write, as in the image
+		"KUBECONFIG=" + kubeconfig,
+		"POD_NAME=image", "POD_NAMESPACE=" + ns,
+		"LEASEHOLD_LEASE_NAME=image",
+		"LEASEHOLD_API_ADDR=127.0.0.1:" + strconv.Itoa(apiPort),
+		"LEASEHOLD_OPS_ADDR=127.0.0.1:" + strconv.Itoa(opsPort),
+		"LEASEHOLD_LEASE_DURATION=3s", "LEASEHOLD_RENEW_DEADLINE=2s", "LEASEHOLD_RETRY_PERIOD=500ms",
+	}
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential: &syscall.Credential{Uid: nonroot, Gid: nonroot, Groups: []uint32{}},
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+
+	api := "http://127.0.0.1:" + strconv.Itoa(apiPort)
+	var st httpapi.Status
+	deadline := time.Now().Add(15 * time.Second)
+	for !st.Leader {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("exited: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not leader after 15s: %+v\n%s", st, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+		_ = getJSON(t, api+"/v1/status", &st)
+	}
+
+	uid, gid := ids(t, cmd.Process.Pid)
+	if uid != "65532" || gid != "65532" {
+		t.Fatalf("runs as uid %s gid %s, want 65532", uid, gid)
+	}
+	lease, err := cluster.Clientset().CoordinationV1().Leases(ns).Get(t.Context(), "image", metav1.GetOptions{})
+	if err != nil || *lease.Spec.HolderIdentity != st.Identity {
+		t.Fatalf("Lease: %v, holder %v, want %s", err, lease.Spec.HolderIdentity, st.Identity)
+	}
+	metrics := getText(t, "http://127.0.0.1:"+strconv.Itoa(opsPort)+"/metrics")
+	if !strings.Contains(metrics, `version="`+version+`"`) {
+		t.Errorf("leasehold_build_info does not carry the stamped version %s", version)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("still running 5s after SIGTERM\n%s", logs.String())
+	}
+	lease, err = cluster.Clientset().CoordinationV1().Leases(ns).Get(t.Context(), "image", metav1.GetOptions{})
+	if err != nil || *lease.Spec.HolderIdentity != "" {
+		t.Fatalf("after SIGTERM: %v, holder %q, want released", err, *lease.Spec.HolderIdentity)
+	}
+	t.Logf("uid/gid %s/%s from read-only %s: led with token %d, released on SIGTERM", uid, gid, dir, st.FencingToken)
+}
+
+// ids reads the real uid and gid of a process from /proc.
+func ids(t *testing.T, pid int) (uid, gid string) {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) > 1 && fields[0] == "Uid:":
+			uid = fields[1]
+		case len(fields) > 1 && fields[0] == "Gid:":
+			gid = fields[1]
+		}
+	}
+	return uid, gid
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(to, mode); err != nil { // not subject to the umask
+		t.Fatal(err)
+	}
+}
+
+func getJSON(t *testing.T, url string, out any) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func getText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
