@@ -29,6 +29,15 @@
 //     plus the holder's leaseDurationSeconds. renewTime is never compared
 //     with the local clock, so a constant clock offset between nodes does
 //     no harm.
+//   - A Lease is free at once only when its holder released it (the release
+//     is signed with ReleasedByAnnotation) or when this instance was the
+//     holder. A Lease deleted, or emptied by someone else, while another
+//     instance held it is free only when that holder's last record expires:
+//     the holder may not have seen the change and rightly claims leadership
+//     until its validity ends. (The issue asked for deleted Leases to be
+//     taken at once; that would break the first guarantee whenever the old
+//     holder learns of the deletion later than a candidate re-creates the
+//     Lease, which the fault suite observed.)
 //
 // # What is reused from client-go, and why not its LeaderElector
 //
@@ -48,8 +57,8 @@
 // Lease and anyone may set it); it does not enforce
 // renewDeadline + retryPeriod < leaseDuration; and candidates notice a
 // released Lease only at their next poll. Here candidates watch the one
-// Lease (field selector on its name) and take a released or deleted Lease
-// within a round trip; if the watch is forbidden or broken they poll every
+// Lease (field selector on its name) and take a released Lease within a
+// round trip; if the watch is forbidden or broken they poll every
 // RetryPeriod, and say so in a log line and the leasehold_watch_up gauge.
 //
 // The leader renews with one optimistic Update of its cached object, as

@@ -29,6 +29,7 @@ type loop struct {
 	latestRV   string                // largest resourceVersion seen, including deletions
 	lastOwnRV  string                // resourceVersion of this instance's last successful write
 	lastTerm   *int32                // leaseTransitions last seen, kept across a deletion
+	claim      *claim                // the last holder seen and when its record expires; nil when free
 
 	term *term // the current term, nil when not leading
 
@@ -107,8 +108,8 @@ func (l *loop) nextWake() time.Time {
 	switch {
 	case l.eligible(now):
 		wake = now
-	case l.known && l.lease != nil:
-		wake = l.expiry()
+	case l.known:
+		wake = l.freeAt()
 	}
 	if !l.known || !l.watchUp {
 		wake = earliest(wake, l.nextPoll)
@@ -150,19 +151,47 @@ func (l *loop) eligible(now time.Time) bool {
 	switch {
 	case !l.known || now.Before(l.stayOutUntil):
 		return false
-	case l.lease == nil, holderOf(l.lease) == "":
-		return true // missing or released
-	case l.lease.ResourceVersion == l.lastOwnRV:
+	case l.lease != nil && l.lease.ResourceVersion == l.lastOwnRV:
 		return true // our own last write: nobody acquired since
 	default:
-		return !now.Before(l.expiry())
+		return !now.Before(l.freeAt())
 	}
 }
 
-// expiry is when the current holder's Lease expires as judged here:
-// observation time plus the holder's duration (never its renewTime).
-func (l *loop) expiry() time.Time {
-	return l.observedAt.Add(durationOf(l.lease, l.cfg.LeaseDuration))
+// freeAt is when the Lease may be taken, as judged here. A held Lease
+// expires at the local time its record was observed plus the holder's
+// duration (never its renewTime). A Lease that was released by its holder,
+// or that was never seen held, is free at once. But a Lease that was
+// deleted, or emptied by someone other than its holder, while held is free
+// only when the last holder's record expires: that holder may not have seen
+// the change yet and may still, rightly, be claiming leadership until its
+// validity ends. Taking it at once would let two instances claim at the
+// same time (the fencing token would still tell their writes apart).
+func (l *loop) freeAt() time.Time {
+	if l.claim == nil {
+		return time.Time{}
+	}
+	return l.claim.expiry
+}
+
+// claim is the last holder this instance saw, and when its record expires.
+type claim struct {
+	holder string
+	expiry time.Time
+}
+
+// updateClaim follows the Lease's holder after an observation at now.
+func (l *loop) updateClaim(lease *coordinationv1.Lease, now time.Time) {
+	holder := holderOf(lease)
+	switch {
+	case holder != "":
+		l.claim = &claim{holder: holder, expiry: now.Add(durationOf(lease, l.cfg.LeaseDuration))}
+	case l.claim == nil:
+	case l.claim.holder == l.cfg.Identity:
+		l.claim = nil // our own claim: we stepped down on seeing this
+	case lease != nil && lease.Annotations[ReleasedByAnnotation] == l.claim.holder:
+		l.claim = nil // released by its holder, who stepped down first
+	}
 }
 
 // handleWatch applies one report of the watcher.
@@ -206,6 +235,7 @@ func (l *loop) observe(lease *coordinationv1.Lease, rv string) {
 	if lease != nil {
 		l.lastTerm = ptr.To(transitionsOf(lease))
 	}
+	l.updateClaim(lease, l.observedAt)
 	if holder := holderOf(lease); holder != prevHolder {
 		l.metrics.transitions.Inc()
 		l.log.Info("lease holder changed", "from", prevHolder, "to", holder)
@@ -255,6 +285,7 @@ func (l *loop) acquire(ctx context.Context) error {
 	}
 	// A new term: the previous term's token must not be read as ours.
 	delete(desired.Annotations, fence.Annotation)
+	delete(desired.Annotations, ReleasedByAnnotation)
 	transitions := int32(0) // a Lease never seen: the first term
 	if l.lastTerm != nil {
 		transitions = nextTransitions(*l.lastTerm) // also across a deletion

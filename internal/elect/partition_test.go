@@ -6,6 +6,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/elect"
@@ -117,4 +118,71 @@ func TestReleaseOnStopNeverErasesAnotherHolder(t *testing.T) {
 	if h := holder(f.lease()); h != "successor" {
 		t.Fatalf("holder after a stopped: %q; want the successor untouched", h)
 	}
+}
+
+// A Lease deleted (or emptied by hand) while its holder is cut off must not
+// be taken before the holder's validity ends: the holder cannot know, and
+// rightly claims leadership until then. Only a Lease its holder released
+// itself, or one whose holder sees the change, is free at once.
+func TestLeaseDeletedOrEmptiedWhileHolderIsCutOffIsNotTakenEarly(t *testing.T) {
+	for name, change := range map[string]func(f *fixture){
+		"deleted": func(f *fixture) {
+			if err := f.adminLeases().Delete(f.t.Context(), leaseName, metav1.DeleteOptions{}); err != nil {
+				f.t.Fatal(err)
+			}
+		},
+		"emptied by hand": func(f *fixture) {
+			f.edit(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("") })
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			proxy, err := cluster.NewProxy()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.Close()
+			viaProxy, err := cluster.Admin().Through(proxy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := f.start("a", withUser(viaProxy))
+			a.waitFor(t, "a leads", leading)
+			b := f.start("b")
+			b.waitFor(t, "b follows a", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+
+			sampler := watchForOverlap(t, a, b)
+			proxy.Cut()
+			change(f)
+			bLeads := b.waitFor(t, "b takes over", leading)
+			if aValid := sampler.lastValid(); !bLeads.AcquiredAt.After(aValid) {
+				t.Errorf("b acquired at %v, before a's last ValidUntil %v", bLeads.AcquiredAt, aValid)
+			}
+			sampler.stop()
+			proxy.Heal()
+		})
+	}
+}
+
+// The holder that sees its Lease deleted steps down at once and, its own
+// claim being the only one, may create it again at once: no waiting.
+func TestHolderThatSeesItsLeaseDeletedRecreatesAtOnce(t *testing.T) {
+	f := newFixture(t)
+	a := f.start("a")
+	first := a.waitFor(t, "a leads", leading)
+	b := f.start("b")
+	b.waitFor(t, "b follows a", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+	sampler := watchForOverlap(t, a, b)
+	deleted := time.Now()
+	if err := f.adminLeases().Delete(t.Context(), leaseName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again := a.waitFor(t, "a leads a new term", func(s *elect.Snapshot) bool { return leading(s) && s.Token != first.Token })
+	if took := time.Since(deleted); took > retryPeriod {
+		t.Errorf("a re-created its Lease %v after the deletion; want at once", took)
+	}
+	if again.Token <= first.Token {
+		t.Errorf("token %d not above %d", again.Token, first.Token)
+	}
+	sampler.stop()
 }

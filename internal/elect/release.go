@@ -9,6 +9,12 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// ReleasedByAnnotation names, on a released Lease, the holder that released
+// it. Candidates take a Lease released by its own holder at once; a Lease
+// emptied by anyone else while held they take only when the last holder's
+// record expires (see loop.freeAt).
+const ReleasedByAnnotation = "leasehold.io/released-by"
+
 // maxReleaseAttempts bounds the Get+Update rounds of a release that keeps
 // conflicting with concurrent writers.
 const maxReleaseAttempts = 5
@@ -20,7 +26,8 @@ const maxReleaseAttempts = 5
 // Get shows the successor, or the Update conflicts and the next Get does.
 //
 // The caller must have ended the term first. It reports whether the release
-// was written. leaseTransitions and the token annotation are kept.
+// was written. leaseTransitions and the token annotation are kept, and the
+// release is signed with ReleasedByAnnotation.
 func (l *loop) releaseLease(ctx context.Context) (bool, error) {
 	for range maxReleaseAttempts {
 		reqCtx, cancel := context.WithTimeout(ctx, l.cfg.requestTimeout())
@@ -42,6 +49,10 @@ func (l *loop) releaseLease(ctx context.Context) (bool, error) {
 		released.Spec.HolderIdentity = ptr.To("")
 		released.Spec.LeaseDurationSeconds = ptr.To[int32](1) // older clients that ignore "" see it expire at once
 		released.Spec.RenewTime = &now
+		if released.Annotations == nil {
+			released.Annotations = map[string]string{}
+		}
+		released.Annotations[ReleasedByAnnotation] = l.cfg.Identity
 
 		reqCtx, cancel = context.WithTimeout(ctx, l.cfg.requestTimeout())
 		written, err := l.leases.Update(reqCtx, released, metav1.UpdateOptions{})
