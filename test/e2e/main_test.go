@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/kubetest"
+)
+
+// Timings of every sidecar in the suite: short, so the suite stays fast, and
+// valid (renewDeadline + retryPeriod < leaseDuration).
+const (
+	leaseDuration = 3 * time.Second
+	renewDeadline = 2 * time.Second
+	retryPeriod   = 500 * time.Millisecond
+
+	instances = 3 // sidecar processes per scenario
+)
+
+// Fault parameters (durations of the faults themselves, never used to
+// synchronise).
+const (
+	// outage is how long the apiserver stays down in the outage scenario
+	// (the figure).
+	outage = 30 * time.Second
+	// pause is how long the leader stays SIGSTOPped: longer than
+	// leaseDuration, so the others must have taken over.
+	pause = leaseDuration + time.Second
+)
+
+// Documented recovery bounds.
+const (
+	// schedulingSlack allows for process scheduling on a shared, noisy
+	// 2-core machine running the suite under -race, and for the observer's
+	// sampling period.
+	schedulingSlack = time.Second
+	// failoverBound: a Lease nobody renews is taken once leaseDuration has
+	// passed since its last renewal was observed, by a candidate that
+	// watches (at once) or polls (within retryPeriod).
+	failoverBound = leaseDuration + retryPeriod + schedulingSlack
+	// handoverBound: a released Lease is taken within a round trip by a
+	// watching candidate, within 1.2 × retryPeriod by a polling one.
+	handoverBound = retryPeriod*6/5 + schedulingSlack
+	// exitBound: a SIGTERMed sidecar releases within renewDeadline and
+	// closes its servers within 2s more; generous for a loaded machine.
+	exitBound = renewDeadline + 2*time.Second + schedulingSlack
+)
+
+var (
+	soak = flag.Int("soak", 1, "run each scenario this many times (make e2e-soak); a summary is printed at the end")
+
+	cluster *kubetest.Cluster
+	binary  string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *soak < 1 {
+		fmt.Fprintln(os.Stderr, "e2e: -soak must be at least 1")
+		os.Exit(2)
+	}
+	var dir string
+	if !testing.Short() {
+		var err error
+		if dir, err = os.MkdirTemp("", "leasehold-e2e-bin-"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		binary, err = fleet.Build(ctx, dir)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := kubetest.Main(m, &cluster)
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	printSummary(os.Stdout)
+	// Every observer, sampler and process waiter has a visible end.
+	// Connections kept alive by shared HTTP transports are not ours.
+	if code == 0 {
+		if err := goleak.Find(
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreTopFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
