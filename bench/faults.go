@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -36,6 +37,7 @@ type faultResults struct {
 	overlaps   int             // trials in which two instances claimed leadership at once, with certainty
 	recoveries []time.Duration // fault → a successor leads
 	firstAfter int             // trials in which the deposed leader's first answer after the fault said leader:true
+	misses     int             // trials in which no successor led within the liveness bound
 }
 
 // faultTrials runs n trials: depose the leader with the fault until
@@ -55,6 +57,18 @@ func (g *group) faultTrials(ctx context.Context, kind faultKind, n int) (faultRe
 		}
 		s := startSampler(ctx, g.instances)
 		next, took, err := g.awaitSuccessor(ctx, leader.Instance, func() error { return kind.strike(leader.Instance) })
+		if errors.Is(err, fleet.ErrNoLeader) && ctx.Err() == nil {
+			res.misses++
+			_ = kind.heal(leader.Instance)
+			if overlaps(s.stop()) {
+				res.overlaps++
+			}
+			fmt.Fprintf(os.Stderr, "bench: %s: %s %2d: no successor within %v\n", g.name, kind.name, i+1, g.livenessBound())
+			if err := g.replace(ctx, leader.Instance); err != nil {
+				return res, err
+			}
+			continue
+		}
 		if err != nil {
 			s.stop()
 			return res, fmt.Errorf("%s %d: %w", kind.name, i, err)

@@ -73,6 +73,7 @@ type implementation struct {
 // results are one implementation's figures.
 type results struct {
 	impl                 implementation
+	misses, restarts     int // see group
 	handovers, failovers []time.Duration
 	requests             requestCounts
 	partition, pause     faultResults
@@ -154,5 +155,6 @@ func measure(ctx context.Context, cluster *kubetest.Cluster, base fleet.Config, 
 	if r.pause, err = g.faultTrials(ctx, pause, opts.pauses); err != nil {
 		return r, err
 	}
+	r.misses, r.restarts = g.misses, g.restarts
 	return r, nil
 }

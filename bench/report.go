@@ -52,11 +52,13 @@ func (r *report) markdown(plot string) string {
 	reqRow("API requests per minute, per candidate", lh.requests.perMinute(lh.requests.candidateRequests)/float64(lh.requests.candidates),
 		cg.requests.perMinute(cg.requests.candidateRequests)/float64(cg.requests.candidates), "0 while its watch is healthy")
 	faultRow := func(name string, a, c faultResults) {
-		fmt.Fprintf(&b, "| %s: trials with overlap / deposed leader's first answer said leader | %d / %d of %d | %d / %d of %d | | 0 |\n",
-			name, a.overlaps, a.firstAfter, a.trials, c.overlaps, c.firstAfter, c.trials)
+		fmt.Fprintf(&b, "| %s: trials with overlap / deposed leader's first answer said leader / no successor within 3 × leaseDuration | %d / %d / %d of %d | %d / %d / %d of %d | | 0 |\n",
+			name, a.overlaps, a.firstAfter, a.misses, a.trials, c.overlaps, c.firstAfter, c.misses, c.trials)
 	}
 	faultRow("partition (black-holed until another leads, > leaseDuration)", lh.partition, cg.partition)
 	faultRow("pause (SIGSTOP > leaseDuration, then SIGCONT)", lh.pause, cg.pause)
+	fmt.Fprintf(&b, "| handover/failover trials with no successor within 3 × leaseDuration; groups restarted because nobody led | %d; %d | %d; %d | | 0; 0 |\n",
+		lh.misses, lh.restarts, cg.misses, cg.restarts)
 	fmt.Fprintf(&b, "| partition, cut → successor leads, p50 / p95 | %v / %v | %v / %v | | ≤ leaseDuration + retryPeriod |\n",
 		quantile(lh.partition.recoveries, 0.5), quantile(lh.partition.recoveries, 0.95), quantile(cg.partition.recoveries, 0.5), quantile(cg.partition.recoveries, 0.95))
 	fmt.Fprintf(&b, "\nAn overlap is counted only when certain: one instance answered leader:true inside a span over which another answered leader:true in every sample (every %v, same token). For client-go, \"leader\" is the app's view: OnStartedLeading's context not yet cancelled. A successor that \"leads\" within milliseconds of a fault was already claiming leadership: an overlap that began before the fault.\n", sampleInterval)

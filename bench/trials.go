@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -21,6 +22,8 @@ type group struct {
 	instances []*fleet.Instance
 	started   int
 	lastToken fence.Token // tokens must only grow, across all trials
+	restarts  int         // times nobody led and every instance was replaced
+	misses    int         // trials in which no successor led within livenessBound
 }
 
 func (g *group) fill(ctx context.Context, n int) error {
@@ -54,14 +57,33 @@ func (g *group) others(leader *fleet.Instance) []*fleet.Instance {
 }
 
 // leader waits for the current leader and checks its token grew (for
-// implementations that report one).
+// implementations that report one). client-go's elector never campaigns
+// again once it has lost, so a group of its instances can be left with no
+// candidate at all: when nobody leads within the liveness bound, the whole
+// group is replaced once (counted in restarts).
 func (g *group) leader(ctx context.Context) (fleet.Leadership, error) {
-	l, err := fleet.AwaitLeadership(ctx, g.instances)
-	if err != nil {
-		return l, err
+	for attempt := 0; ; attempt++ {
+		wctx, cancel := context.WithTimeout(ctx, g.livenessBound())
+		l, err := fleet.AwaitLeadership(wctx, g.instances)
+		cancel()
+		if err == nil {
+			return l, g.checkToken(l)
+		}
+		if ctx.Err() != nil || attempt > 0 {
+			return l, err
+		}
+		g.restarts++
+		fmt.Fprintf(os.Stderr, "bench: %s: nobody leads; replacing every instance\n", g.name)
+		g.stop()
+		if err := g.fill(ctx, 3); err != nil {
+			return l, err
+		}
 	}
-	return l, g.checkToken(l)
 }
+
+// livenessBound is how long a trial waits for a leader: three lease
+// durations, far beyond leaseDuration + retryPeriod.
+func (g *group) livenessBound() time.Duration { return 3 * g.cfg.LeaseDuration }
 
 func (g *group) checkToken(l fleet.Leadership) error {
 	t := l.Status.FencingToken
@@ -95,8 +117,10 @@ func (g *group) awaitSuccessor(ctx context.Context, leader *fleet.Instance, faul
 		err error
 	}
 	next := make(chan result, 1)
+	wctx, cancel := context.WithTimeout(ctx, g.livenessBound())
+	defer cancel()
 	go func() {
-		l, err := fleet.AwaitLeadership(ctx, g.others(leader))
+		l, err := fleet.AwaitLeadership(wctx, g.others(leader))
 		next <- result{l, err}
 	}()
 	struck := time.Now()
@@ -123,6 +147,14 @@ func (g *group) trials(ctx context.Context, name string, n int, sig syscall.Sign
 			return nil, err
 		}
 		next, took, err := g.awaitSuccessor(ctx, leader.Instance, func() error { return leader.Instance.Signal(sig) })
+		if errors.Is(err, fleet.ErrNoLeader) && ctx.Err() == nil {
+			g.misses++
+			fmt.Fprintf(os.Stderr, "bench: %s: %s %2d: no successor within %v\n", g.name, name, i+1, g.livenessBound())
+			if err := g.replace(ctx, leader.Instance); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s %d: %w", name, i, err)
 		}
