@@ -26,7 +26,18 @@ type group struct {
 	misses    int         // trials in which no successor led within livenessBound
 }
 
+// fill replaces instances that have exited (client-go's baseline exits when
+// it loses leadership) and starts new ones until there are n.
 func (g *group) fill(ctx context.Context, n int) error {
+	g.instances = slices.DeleteFunc(g.instances, func(x *fleet.Instance) bool {
+		select {
+		case <-x.Exited():
+			x.Stop()
+			return true
+		default:
+			return false
+		}
+	})
 	for len(g.instances) < n {
 		g.started++
 		inst, err := g.cfg.Start(ctx, fmt.Sprintf("i%d", g.started), true)
@@ -62,6 +73,9 @@ func (g *group) others(leader *fleet.Instance) []*fleet.Instance {
 // candidate at all: when nobody leads within the liveness bound, the whole
 // group is replaced once (counted in restarts).
 func (g *group) leader(ctx context.Context) (fleet.Leadership, error) {
+	if err := g.fill(ctx, 3); err != nil {
+		return fleet.Leadership{}, err
+	}
 	for attempt := 0; ; attempt++ {
 		wctx, cancel := context.WithTimeout(ctx, g.livenessBound())
 		l, err := fleet.AwaitLeadership(wctx, g.instances)

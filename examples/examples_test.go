@@ -34,21 +34,7 @@ var (
 	sidecar string // the built leasehold binary
 )
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "leasehold-examples-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	sidecar, err = fleet.Build(context.Background(), dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := kubetest.Main(m, &cluster)
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(fleet.Main(m, &cluster, &sidecar)) }
 
 const (
 	leaseDuration = 3 * time.Second

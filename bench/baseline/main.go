@@ -13,14 +13,16 @@
 //     address.
 //
 // It reads leasehold's own LEASEHOLD_* variables (internal/config) so the
-// bench's process runner starts both the same way. Like client-go's Run, it
-// campaigns once: after losing leadership it stays up as a follower that
-// never campaigns again. SIGTERM cancels Run's context, which releases the
-// Lease (ReleaseOnCancel), and exits.
+// bench's process runner starts both the same way. client-go's Run
+// campaigns once, so, as the library's examples do, the process exits
+// (status 1) when it loses leadership, and the bench starts a new one in its
+// place, as a kubelet would restart the container. SIGTERM cancels Run's
+// context, which releases the Lease (ReleaseOnCancel), and exits 0.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -110,7 +112,9 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	elector.Run(ctx) // returns when leadership is lost or ctx ends (releasing)
-	<-ctx.Done()     // a lost leader stays up, as a follower that never campaigns again
+	if ctx.Err() == nil {
+		return errors.New("lost leadership; exiting so that a new process campaigns again")
+	}
 	return nil
 }
 

@@ -2,8 +2,6 @@ package main_test
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -22,21 +20,7 @@ var (
 	binary  string
 )
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "leasehold-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary, err = fleet.Build(context.Background(), dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := kubetest.Main(m, &cluster)
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(fleet.Main(m, &cluster, &binary)) }
 
 const (
 	leaseDuration = 3 * time.Second

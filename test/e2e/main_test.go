@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/kubetest"
@@ -66,36 +63,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: -soak must be at least 1")
 		os.Exit(2)
 	}
-	var dir string
-	if !testing.Short() {
-		var err error
-		if dir, err = os.MkdirTemp("", "leasehold-e2e-bin-"); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		binary, err = fleet.Build(ctx, dir)
-		cancel()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
-	code := kubetest.Main(m, &cluster)
-	if dir != "" {
-		os.RemoveAll(dir)
-	}
+	code := fleet.Main(m, &cluster, &binary)
 	printSummary(os.Stdout)
 	// Every observer, sampler and process waiter has a visible end.
 	// Connections kept alive by shared HTTP transports are not ours.
 	if code == 0 {
-		if err := goleak.Find(
-			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreTopFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-		); err != nil {
+		if err := kubetest.CheckGoroutines(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
 			code = 1
 		}
