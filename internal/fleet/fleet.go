@@ -70,26 +70,15 @@ type Instance struct {
 // Start launches one sidecar named name and waits until it is ready
 // (/readyz). With viaProxy its apiserver traffic crosses its own Proxy.
 func (c Config) Start(ctx context.Context, name string, viaProxy bool) (*Instance, error) {
-	apiPort, err := kubetest.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	opsPort, err := kubetest.FreePort()
-	if err != nil {
-		return nil, err
-	}
 	user := c.User
 	if user == nil {
 		user = c.Cluster.Admin()
 	}
-	inst := &Instance{
-		Name:    name,
-		APIURL:  "http://127.0.0.1:" + strconv.Itoa(apiPort),
-		OpsURL:  "http://127.0.0.1:" + strconv.Itoa(opsPort),
-		LogPath: filepath.Join(c.Dir, name+".log"),
-		exited:  make(chan struct{}),
-	}
+	inst := &Instance{Name: name, LogPath: filepath.Join(c.Dir, name+".log"), exited: make(chan struct{})}
+	var err error
 	if viaProxy {
+		// The proxy takes its port first, so the free ports picked below
+		// cannot be the one it is given.
 		if inst.Proxy, err = c.Cluster.NewProxy(); err != nil {
 			return nil, err
 		}
@@ -98,6 +87,18 @@ func (c Config) Start(ctx context.Context, name string, viaProxy bool) (*Instanc
 			return nil, err
 		}
 	}
+	apiPort, err := kubetest.FreePort()
+	if err != nil {
+		inst.closeProxy()
+		return nil, err
+	}
+	opsPort, err := kubetest.FreePort()
+	if err != nil {
+		inst.closeProxy()
+		return nil, err
+	}
+	inst.APIURL = "http://127.0.0.1:" + strconv.Itoa(apiPort)
+	inst.OpsURL = "http://127.0.0.1:" + strconv.Itoa(opsPort)
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"KUBECONFIG=" + user.Kubeconfig,
