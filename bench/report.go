@@ -76,7 +76,7 @@ func (r *report) markdown(plot string) string {
 	if plot != "" {
 		fmt.Fprintf(&b, "\n![handover and failover latency, every trial](%s)\n", plot)
 	}
-	fmt.Fprintf(&b, "\nCommand: `%s` (via `make bench`), %s.\nMachine: %s.\n", strings.TrimSpace(o.command), r.date, r.machine)
+	fmt.Fprintf(&b, "\nCommand: `%s`, %s.\nMachine: %s.\n", strings.TrimSpace(o.command), r.date, r.machine)
 	return b.String()
 }
 
