@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/kubetest"
 )
 
 // A partitioned leader stops claiming leadership at its ValidUntil, before
@@ -19,19 +20,7 @@ import (
 // would).
 func TestPartitionedLeaderYieldsInTimeAndNeverErasesItsSuccessor(t *testing.T) {
 	f := newFixture(t)
-	proxy, err := cluster.NewProxy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	viaProxy, err := cluster.Admin().Through(proxy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := f.start("a", withUser(viaProxy))
-	a.waitFor(t, "a leads", leading)
-	b := f.start("b")
-	b.waitFor(t, "b follows a", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+	a, b, proxy := f.leaderBehindProxyAndFollower()
 
 	sampler := watchForOverlap(t, a, b)
 	proxy.Cut()
@@ -137,19 +126,7 @@ func TestLeaseDeletedOrEmptiedWhileHolderIsCutOffIsNotTakenEarly(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
-			proxy, err := cluster.NewProxy()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer proxy.Close()
-			viaProxy, err := cluster.Admin().Through(proxy)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := f.start("a", withUser(viaProxy))
-			a.waitFor(t, "a leads", leading)
-			b := f.start("b")
-			b.waitFor(t, "b follows a", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+			a, b, proxy := f.leaderBehindProxyAndFollower()
 
 			sampler := watchForOverlap(t, a, b)
 			proxy.Cut()
@@ -185,4 +162,25 @@ func TestHolderThatSeesItsLeaseDeletedRecreatesAtOnce(t *testing.T) {
 		t.Errorf("token %d not above %d", again.Token, first.Token)
 	}
 	sampler.stop()
+}
+
+// leaderBehindProxyAndFollower starts a, whose traffic crosses a proxy the
+// test can cut, waits until it leads, then starts b and waits until b
+// watches a's Lease.
+func (f *fixture) leaderBehindProxyAndFollower() (a, b *candidate, proxy *kubetest.Proxy) {
+	f.t.Helper()
+	proxy, err := cluster.NewProxy()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { proxy.Close() })
+	viaProxy, err := cluster.Admin().Through(proxy)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	a = f.start("a", withUser(viaProxy))
+	a.waitFor(f.t, "a leads", leading)
+	b = f.start("b")
+	b.waitFor(f.t, "b follows a", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+	return a, b, proxy
 }
