@@ -41,14 +41,9 @@ func newFleet(t *testing.T) fleet.Config {
 	}
 }
 
-func start(t *testing.T, f fleet.Config, name string) *fleet.Instance {
+func start(t testing.TB, f fleet.Config, name string) *fleet.Instance {
 	t.Helper()
-	inst, err := f.Start(t.Context(), name, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(inst.Stop)
-	return inst
+	return f.StartTest(t, name)
 }
 
 // Bad configuration stops the process at start: exit status 2 and one line

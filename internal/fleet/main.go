@@ -30,3 +30,15 @@ func Main(m *testing.M, cluster **kubetest.Cluster, binary *string) int {
 	}
 	return kubetest.Main(m, cluster)
 }
+
+// StartTest starts one sidecar for test t (no proxy), fails t if it cannot,
+// and stops it when t ends.
+func (c Config) StartTest(t testing.TB, name string) *Instance {
+	t.Helper()
+	inst, err := c.Start(t.Context(), name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(inst.Stop)
+	return inst
+}

@@ -38,12 +38,7 @@ func fleetConfig(t testing.TB, ns, lease string, user *kubetest.User) fleet.Conf
 
 func start(t testing.TB, f fleet.Config, name string) *fleet.Instance {
 	t.Helper()
-	inst, err := f.Start(t.Context(), name, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(inst.Stop)
-	return inst
+	return f.StartTest(t, name)
 }
 
 // chartRole renders the chart (release "rbac", demo on) into namespace ns
