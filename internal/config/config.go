@@ -96,6 +96,16 @@ type Config struct {
 	// LogFormat is the log output format (LEASEHOLD_LOG_FORMAT: json or
 	// text, case-insensitive, stored lower-case; default json).
 	LogFormat string
+
+	// AppHealth gates candidacy on the app's health; off when its URL is
+	// empty (see features.go).
+	AppHealth AppHealth
+
+	// PodLabel is the label key the leader sets to "true" on its own Pod
+	// (LEASEHOLD_POD_LABEL, a qualified label name; off when empty). Pod
+	// locates that Pod; it is set only when PodLabel is.
+	PodLabel string
+	Pod      PodRef
 }
 
 // spec is what envconfig fills in. Field names map to variable names through
@@ -115,6 +125,12 @@ type spec struct {
 	ReleaseOnShutdown bool          `split_words:"true" default:"true"`
 	LogLevel          string        `split_words:"true" default:"info"`
 	LogFormat         string        `split_words:"true" default:"json"`
+
+	AppHealthURL              string        `split_words:"true"`
+	AppHealthTimeout          time.Duration `split_words:"true" default:"1s"`
+	AppHealthInterval         time.Duration `split_words:"true" default:"2s"`
+	AppHealthFailureThreshold int           `split_words:"true" default:"3"`
+	PodLabel                  string        `split_words:"true"`
 }
 
 // Full variable names, as they appear in errors.
@@ -130,6 +146,12 @@ const (
 	varReleaseOnShutdown = Prefix + "_RELEASE_ON_SHUTDOWN"
 	varLogLevel          = Prefix + "_LOG_LEVEL"
 	varLogFormat         = Prefix + "_LOG_FORMAT"
+
+	varAppHealthURL              = Prefix + "_APP_HEALTH_URL"
+	varAppHealthTimeout          = Prefix + "_APP_HEALTH_TIMEOUT"
+	varAppHealthInterval         = Prefix + "_APP_HEALTH_INTERVAL"
+	varAppHealthFailureThreshold = Prefix + "_APP_HEALTH_FAILURE_THRESHOLD"
+	varPodLabel                  = Prefix + "_POD_LABEL"
 )
 
 // Error is a configuration error: the variable Var breaks Rule. Every error
@@ -201,6 +223,15 @@ func Load() (Config, error) {
 //     numeric in 0..65535, the host empty, an IP address or a host name.
 //  9. LEASEHOLD_LOG_LEVEL is debug, info, warn or error and
 //     LEASEHOLD_LOG_FORMAT is json or text, both case-insensitive.
+//  10. LEASEHOLD_APP_HEALTH_URL, if set, is an absolute http or https URL
+//     with a host; LEASEHOLD_APP_HEALTH_INTERVAL and _TIMEOUT are greater
+//     than 0, the timeout at most the interval; _FAILURE_THRESHOLD is at
+//     least 1. The three tuning variables are errors when set without the
+//     URL (they would silently do nothing).
+//  11. LEASEHOLD_POD_LABEL, if set, is a qualified label name, POD_NAME is
+//     set, and the Pod's namespace resolves: POD_NAMESPACE, else the
+//     namespace file (never LEASEHOLD_LEASE_NAMESPACE: the Lease may live
+//     elsewhere than the Pod).
 func (l Loader) Load() (Config, error) {
 	var s spec
 	if err := envconfig.Process(Prefix, &s); err != nil {
@@ -292,6 +323,20 @@ func (l Loader) Load() (Config, error) {
 		return Config{}, errorf(varLogFormat, "%q must be one of json, text", s.LogFormat)
 	}
 
+	// 10. App health.
+	if c.AppHealth, err = appHealth(s); err != nil {
+		return Config{}, err
+	}
+
+	// 11. Pod label.
+	if s.PodLabel != "" {
+		pod, err := l.podRef(s.PodLabel)
+		if err != nil {
+			return Config{}, err
+		}
+		c.PodLabel, c.Pod = s.PodLabel, pod
+	}
+
 	return c, nil
 }
 
@@ -302,23 +347,32 @@ func (l Loader) namespace(fromEnv string) (string, error) {
 		ns, source = os.Getenv("POD_NAMESPACE"), "POD_NAMESPACE"
 	}
 	if ns == "" {
-		path := l.NamespaceFile
-		if path == "" {
-			path = DefaultNamespaceFile
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return "", errorf(varLeaseNamespace, "not set, POD_NAMESPACE not set, and the namespace file could not be read: %v", err)
-		}
-		ns, source = strings.TrimSpace(string(b)), path
-		if ns == "" {
-			return "", errorf(varLeaseNamespace, "not set, POD_NAMESPACE not set, and the namespace file %s is empty", path)
+		var err error
+		if ns, source, err = l.namespaceFile(varLeaseNamespace, "not set, POD_NAMESPACE not set"); err != nil {
+			return "", err
 		}
 	}
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 		return "", errorf(varLeaseNamespace, "namespace %q (from %s) is not a valid DNS label: %s", ns, source, strings.Join(errs, "; "))
 	}
 	return ns, nil
+}
+
+// namespaceFile reads the namespace from NamespaceFile; a failure is
+// reported on variable, after why the file was needed.
+func (l Loader) namespaceFile(variable, why string) (ns, path string, err error) {
+	path = l.NamespaceFile
+	if path == "" {
+		path = DefaultNamespaceFile
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", errorf(variable, "%s, and the namespace file could not be read: %v", why, err)
+	}
+	if ns = strings.TrimSpace(string(b)); ns == "" {
+		return "", "", errorf(variable, "%s, and the namespace file %s is empty", why, path)
+	}
+	return ns, path, nil
 }
 
 // identity validates an explicit identity or builds the default (rule 3).

@@ -298,6 +298,40 @@ func TestRules(t *testing.T) {
 		{name: "log format unknown", env: with("LEASEHOLD_LOG_FORMAT", "logfmt"),
 			wantVar: "LEASEHOLD_LOG_FORMAT", wantIn: []string{`"logfmt"`}},
 
+		// 10. App health.
+		{name: "health url unparsable", env: with("LEASEHOLD_APP_HEALTH_URL", "http://[::1"),
+			wantVar: "LEASEHOLD_APP_HEALTH_URL", wantIn: []string{`"http://[::1"`, "not a URL"}},
+		{name: "health url scheme", env: with("LEASEHOLD_APP_HEALTH_URL", "tcp://127.0.0.1:8080"),
+			wantVar: "LEASEHOLD_APP_HEALTH_URL", wantIn: []string{"http:// or https://"}},
+		{name: "health url relative", env: with("LEASEHOLD_APP_HEALTH_URL", "/healthz"),
+			wantVar: "LEASEHOLD_APP_HEALTH_URL", wantIn: []string{`"/healthz"`}},
+		{name: "health url no host", env: with("LEASEHOLD_APP_HEALTH_URL", "http:///healthz"),
+			wantVar: "LEASEHOLD_APP_HEALTH_URL", wantIn: []string{"no host"}},
+		{name: "health interval zero", env: with("LEASEHOLD_APP_HEALTH_URL", "http://127.0.0.1:8080/healthz", "LEASEHOLD_APP_HEALTH_INTERVAL", "0s"),
+			wantVar: "LEASEHOLD_APP_HEALTH_INTERVAL", wantIn: []string{"(0s)", "greater than 0"}},
+		{name: "health timeout negative", env: with("LEASEHOLD_APP_HEALTH_URL", "http://127.0.0.1:8080/healthz", "LEASEHOLD_APP_HEALTH_TIMEOUT", "-1s"),
+			wantVar: "LEASEHOLD_APP_HEALTH_TIMEOUT", wantIn: []string{"(-1s)"}},
+		{name: "health timeout over interval", env: with("LEASEHOLD_APP_HEALTH_URL", "http://127.0.0.1:8080/healthz", "LEASEHOLD_APP_HEALTH_TIMEOUT", "3s"),
+			wantVar: "LEASEHOLD_APP_HEALTH_TIMEOUT", wantIn: []string{"timeout (3s)", "LEASEHOLD_APP_HEALTH_INTERVAL (2s)"}},
+		{name: "health threshold zero", env: with("LEASEHOLD_APP_HEALTH_URL", "http://127.0.0.1:8080/healthz", "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "0"),
+			wantVar: "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", wantIn: []string{"(0)", "at least 1"}},
+		{name: "health threshold unparsable", env: with("LEASEHOLD_APP_HEALTH_URL", "http://127.0.0.1:8080/healthz", "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "three"),
+			wantVar: "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", wantIn: []string{`"three"`}},
+		{name: "health tuning without url", env: with("LEASEHOLD_APP_HEALTH_INTERVAL", "5s"),
+			wantVar: "LEASEHOLD_APP_HEALTH_INTERVAL", wantIn: []string{"no effect without LEASEHOLD_APP_HEALTH_URL"}},
+
+		// 11. Pod label.
+		{name: "pod label invalid", env: with("LEASEHOLD_POD_LABEL", "leasehold.io/", "POD_NAME", "p", "POD_NAMESPACE", "default"),
+			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{`"leasehold.io/"`, "label key"}},
+		{name: "pod label without pod name", env: with("LEASEHOLD_POD_LABEL", "leasehold.io/leader", "POD_NAMESPACE", "default"),
+			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{"requires POD_NAME"}},
+		{name: "pod label bad pod name", env: with("LEASEHOLD_POD_LABEL", "leader", "POD_NAME", "Pod_1", "POD_NAMESPACE", "default"),
+			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{`POD_NAME "Pod_1"`}},
+		{name: "pod label without pod namespace", env: with("LEASEHOLD_POD_LABEL", "leader", "POD_NAME", "p"),
+			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{"POD_NAMESPACE not set", "absent"}},
+		{name: "pod label bad pod namespace file", env: with("LEASEHOLD_POD_LABEL", "leader", "POD_NAME", "p"), file: ptr("Bad\n"),
+			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{`"Bad"`, "DNS label"}},
+
 		// Order: the first broken rule is reported.
 		{name: "order name before namespace", env: map[string]string{"LEASEHOLD_LEASE_NAME": "Bad"},
 			wantVar: "LEASEHOLD_LEASE_NAME"},
@@ -476,3 +510,62 @@ func TestNamespaceFallbacks(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestAppHealth(t *testing.T) {
+	setEnv(t, with("LEASEHOLD_APP_HEALTH_URL", "http://127.0.0.1:8080/healthz"))
+	c, err := testLoader(t).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := AppHealth{URL: "http://127.0.0.1:8080/healthz", Timeout: time.Second, Interval: 2 * time.Second, FailureThreshold: 3}
+	if c.AppHealth != want || !c.AppHealth.Enabled() {
+		t.Errorf("got %+v, want %+v (enabled)", c.AppHealth, want)
+	}
+
+	setEnv(t, with("LEASEHOLD_APP_HEALTH_URL", "https://app.local:8443/ready?deep=1",
+		"LEASEHOLD_APP_HEALTH_TIMEOUT", "250ms", "LEASEHOLD_APP_HEALTH_INTERVAL", "250ms", "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "1"))
+	if c, err = testLoader(t).Load(); err != nil {
+		t.Fatal(err)
+	}
+	want = AppHealth{URL: "https://app.local:8443/ready?deep=1", Timeout: 250 * time.Millisecond, Interval: 250 * time.Millisecond, FailureThreshold: 1}
+	if c.AppHealth != want {
+		t.Errorf("got %+v, want %+v", c.AppHealth, want)
+	}
+
+	setEnv(t, base())
+	if c, err = testLoader(t).Load(); err != nil || c.AppHealth.Enabled() {
+		t.Errorf("off by default: got %+v, %v", c.AppHealth, err)
+	}
+}
+
+func TestPodLabel(t *testing.T) {
+	// The Pod's namespace comes from POD_NAMESPACE, not from the Lease's.
+	setEnv(t, with("LEASEHOLD_POD_LABEL", "leasehold.io/leader", "POD_NAME", "app-7d4-x2", "POD_NAMESPACE", "apps"))
+	c, err := testLoader(t).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (PodRef{Namespace: "apps", Name: "app-7d4-x2"}); c.PodLabel != "leasehold.io/leader" || c.Pod != want || c.LeaseNamespace != "default" {
+		t.Errorf("got label %q pod %+v lease namespace %q", c.PodLabel, c.Pod, c.LeaseNamespace)
+	}
+
+	// Else from the service-account namespace file.
+	setEnv(t, with("LEASEHOLD_POD_LABEL", "leader", "POD_NAME", "p"))
+	l := testLoader(t)
+	l.NamespaceFile = filepath.Join(t.TempDir(), "namespace")
+	if err := os.WriteFile(l.NamespaceFile, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = l.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if want := (PodRef{Namespace: "from-file", Name: "p"}); c.Pod != want {
+		t.Errorf("got %+v, want %+v", c.Pod, want)
+	}
+
+	// Off by default: POD_NAME alone does not turn it on.
+	setEnv(t, with("POD_NAME", "p"))
+	if c, err = testLoader(t).Load(); err != nil || c.PodLabel != "" || c.Pod != (PodRef{}) {
+		t.Errorf("off by default: got %q %+v, %v", c.PodLabel, c.Pod, err)
+	}
+}

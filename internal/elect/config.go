@@ -34,6 +34,12 @@ type Config struct {
 	// instance holds it.
 	ReleaseOnStop bool
 
+	// StartWithdrawn starts the elector out of the election: it follows the
+	// Lease but does not campaign until SetCandidate(true). Health-gated
+	// candidacy sets it, so that no term starts before the app was seen
+	// healthy.
+	StartWithdrawn bool
+
 	// Clock is the time source; nil means the real clock. Tests step a fake.
 	Clock clock.WithTicker
 	// Logger receives the election's log lines; nil discards them.

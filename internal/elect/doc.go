@@ -38,6 +38,11 @@
 //     taken at once; that would break the first guarantee whenever the old
 //     holder learns of the deletion later than a candidate re-creates the
 //     Lease, which the fault suite observed.)
+//   - Candidacy can be withdrawn (Elector.SetCandidate, used for
+//     health-gated candidacy): a withdrawn instance ends its term before
+//     anything else, releases the Lease as above, and never acquires until
+//     it is put back. An elector configured with StartWithdrawn never starts
+//     a term before its first SetCandidate(true).
 //
 // # What is reused from client-go, and why not its LeaderElector
 //

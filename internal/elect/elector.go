@@ -23,15 +23,16 @@ type Elector struct {
 	metrics *Metrics
 
 	snapshots *Publisher
-	releases  chan releaseRequest
+	requests  chan request
 	started   atomic.Bool
 	done      chan struct{}
 }
 
-// releaseRequest asks the loop to step down and stay out for a while.
-type releaseRequest struct {
-	stayOut time.Duration
-	reply   chan releaseResult // buffered: the loop never blocks on it
+// request asks the loop to run do on its own goroutine, the only one that
+// may touch the election state, and to send the result to reply.
+type request struct {
+	do    func(ctx context.Context, l *loop) releaseResult
+	reply chan releaseResult // buffered: the loop never blocks on it
 }
 
 type releaseResult struct {
@@ -49,7 +50,7 @@ func New(cfg Config) (*Elector, error) {
 		clock:    cfg.Clock,
 		log:      cfg.Logger,
 		metrics:  cfg.Metrics,
-		releases: make(chan releaseRequest),
+		requests: make(chan request),
 		done:     make(chan struct{}),
 	}
 	if e.clock == nil {
@@ -101,9 +102,43 @@ func (e *Elector) Snapshot() *Snapshot { return e.snapshots.Load() }
 // leadership away from itself). It reports whether a release was written.
 // Calling it again is harmless.
 func (e *Elector) Release(ctx context.Context, stayOut time.Duration) (bool, error) {
-	req := releaseRequest{stayOut: stayOut, reply: make(chan releaseResult, 1)}
+	return e.call(ctx, func(ctx context.Context, l *loop) releaseResult {
+		l.stayOutUntil = l.clock.Now().Add(stayOut)
+		return l.leave(ctx, "release requested")
+	})
+}
+
+// SetCandidate takes this instance out of the election (false) or puts it
+// back (true); reason is logged. Taking it out ends a term at once: no
+// Snapshot published from then on, nor any while the release is written,
+// says Leading. It then releases the Lease safely if this instance holds
+// it, so another candidate takes over without waiting out the lease, and
+// reports whether a release was written. While out, the instance keeps
+// following the Lease but never tries to acquire it. Calls that do not
+// change candidacy are harmless; a stay-out asked by Release still applies
+// after SetCandidate(true).
+func (e *Elector) SetCandidate(ctx context.Context, candidate bool, reason string) (bool, error) {
+	return e.call(ctx, func(ctx context.Context, l *loop) releaseResult {
+		if candidate {
+			if l.withdrawn {
+				l.log.Info("back in the election", "reason", reason)
+			}
+			l.withdrawn = false
+			return releaseResult{}
+		}
+		if !l.withdrawn {
+			l.log.Warn("withdrawn from the election", "reason", reason)
+		}
+		l.withdrawn = true
+		return l.leave(ctx, "withdrawn from the election: "+reason)
+	})
+}
+
+// call runs do on the loop's goroutine and returns its result.
+func (e *Elector) call(ctx context.Context, do func(ctx context.Context, l *loop) releaseResult) (bool, error) {
+	req := request{do: do, reply: make(chan releaseResult, 1)}
 	select {
-	case e.releases <- req:
+	case e.requests <- req:
 	case <-e.done:
 		return false, ErrStopped
 	case <-ctx.Done():

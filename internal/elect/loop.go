@@ -37,6 +37,7 @@ type loop struct {
 	nextPoll     time.Time // candidates without a watch poll at this time
 	retryAt      time.Time // no acquire attempt before this (after an error)
 	stayOutUntil time.Time // no campaigning before this (after Release)
+	withdrawn    bool      // out of the election until SetCandidate(true)
 
 	reportedFloor fence.Token // largest token ever reported: reports never go backwards
 }
@@ -51,7 +52,7 @@ type term struct {
 }
 
 func newLoop(e *Elector) *loop {
-	return &loop{Elector: e, leases: e.cfg.Leases.Leases(e.cfg.Namespace)}
+	return &loop{Elector: e, leases: e.cfg.Leases.Leases(e.cfg.Namespace), withdrawn: e.cfg.StartWithdrawn}
 }
 
 func (l *loop) run(ctx context.Context, events <-chan watchEvent) error {
@@ -67,8 +68,8 @@ func (l *loop) run(ctx context.Context, events <-chan watchEvent) error {
 			return nil
 		case ev := <-events:
 			l.handleWatch(ev)
-		case req := <-l.releases:
-			l.handleRelease(ctx, req)
+		case req := <-l.requests:
+			req.reply <- req.do(ctx, l)
 		case <-wake:
 			err = l.act(ctx)
 		}
@@ -101,6 +102,9 @@ func (l *loop) nextWake() time.Time {
 	if l.term != nil {
 		return earliest(l.term.nextRenew, l.term.validUntil, heartbeat)
 	}
+	if l.withdrawn {
+		return heartbeat
+	}
 	if now.Before(l.stayOutUntil) {
 		return earliest(l.stayOutUntil, heartbeat)
 	}
@@ -130,7 +134,7 @@ func (l *loop) act(ctx context.Context) error {
 		}
 		return nil
 	}
-	if now.Before(l.stayOutUntil) || now.Before(l.retryAt) {
+	if !l.campaigning(now) || now.Before(l.retryAt) {
 		return nil
 	}
 	if !l.known || (!l.watchUp && !now.Before(l.nextPoll)) {
@@ -149,13 +153,19 @@ func (l *loop) act(ctx context.Context) error {
 // eligible reports whether a candidate may try to acquire at now.
 func (l *loop) eligible(now time.Time) bool {
 	switch {
-	case !l.known || now.Before(l.stayOutUntil):
+	case !l.known || !l.campaigning(now):
 		return false
 	case l.lease != nil && l.lease.ResourceVersion == l.lastOwnRV:
 		return true // our own last write: nobody acquired since
 	default:
 		return !now.Before(l.freeAt())
 	}
+}
+
+// campaigning reports whether this instance is a candidate at now: not
+// withdrawn and not staying out after a Release.
+func (l *loop) campaigning(now time.Time) bool {
+	return !l.withdrawn && !now.Before(l.stayOutUntil)
 }
 
 // freeAt is when the Lease may be taken, as judged here. A held Lease
@@ -408,13 +418,14 @@ func (l *loop) stepDown(reason string) {
 	l.term = nil
 }
 
-// handleRelease serves Elector.Release.
-func (l *loop) handleRelease(ctx context.Context, req releaseRequest) {
-	l.stayOutUntil = l.clock.Now().Add(req.stayOut)
-	l.stepDown("release requested")
+// leave ends the term, if any, publishes that before anything else, and
+// then releases the Lease if a fresh read shows this instance holds it (also
+// when no term was known: an acquire whose answer was lost).
+func (l *loop) leave(ctx context.Context, reason string) releaseResult {
+	l.stepDown(reason)
 	l.publish() // no one may read "leader" while the release is written
 	released, err := l.releaseLease(ctx)
-	req.reply <- releaseResult{released: released, err: err}
+	return releaseResult{released: released, err: err}
 }
 
 // shutdown ends the term and, if configured, releases the Lease.
@@ -445,6 +456,7 @@ func (l *loop) publish() {
 		ObservedAt: l.observedAt,
 		Observed:   l.known,
 		WatchUp:    l.watchUp,
+		Candidate:  l.campaigning(now),
 		Heartbeat:  now,
 	}
 	if l.lease != nil {

@@ -33,6 +33,10 @@ type Snapshot struct {
 	Observed bool
 	// WatchUp is true while a watch on the Lease is open.
 	WatchUp bool
+	// Candidate is true while this instance campaigns (or leads): it is
+	// neither withdrawn (SetCandidate) nor staying out after a Release.
+	// Changes of Candidate alone do not move Index.
+	Candidate bool
 	// Heartbeat is the local time the loop last ran. It advances at least
 	// once per LeaseDuration while the loop is healthy.
 	Heartbeat time.Time

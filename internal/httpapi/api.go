@@ -24,7 +24,7 @@ func (s *Server) apiRouter() *mux.Router {
 // handleStatus serves GET /v1/status: 200 with the current status.
 func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	snap := s.election.Snapshot()
-	respond(w, http.StatusOK, snap, statusOf(snap, s.clock.Now()))
+	respond(w, http.StatusOK, snap, s.statusOf(snap))
 }
 
 // handleLeader serves GET /v1/leader[?wait=D]: 200 with the status when
@@ -51,7 +51,7 @@ func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request) {
 			return // the client left
 		}
 	}
-	st := statusOf(snap, s.clock.Now())
+	st := s.statusOf(snap)
 	code := http.StatusOK
 	if !st.Leader {
 		code = http.StatusServiceUnavailable
@@ -71,7 +71,7 @@ type token struct {
 // validity when leader, else 503 with a JSON error.
 func (s *Server) handleToken(w http.ResponseWriter, _ *http.Request) {
 	snap := s.election.Snapshot()
-	st := statusOf(snap, s.clock.Now())
+	st := s.statusOf(snap)
 	setIndex(w, snap)
 	if !st.Leader {
 		writeError(w, http.StatusServiceUnavailable, "not leader")
@@ -115,7 +115,7 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("release requested over HTTP", "released", ok, "stayOut", stayOut)
 	snap := s.election.Snapshot()
-	respond(w, http.StatusOK, snap, released{Released: ok, Status: statusOf(snap, s.clock.Now())})
+	respond(w, http.StatusOK, snap, released{Released: ok, Status: s.statusOf(snap)})
 }
 
 // name is the body of GET /, as served by the retired Kubernetes contrib

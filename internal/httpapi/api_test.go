@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/elect"
 )
 
@@ -63,6 +64,7 @@ func TestStatusWhenLeading(t *testing.T) {
 		"renewedAt":    "2026-05-01T11:59:59.123456789Z",
 		"observedAt":   "2026-05-01T11:59:59.123456789Z",
 		"index":        float64(snap.Index),
+		"candidate":    true,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("status =\n%v\nwant\n%v", got, want)
@@ -80,6 +82,7 @@ func TestStatusWhenNotLeading(t *testing.T) {
 		"renewedAt":  "2026-05-01T11:59:59.123456789Z",
 		"observedAt": "2026-05-01T11:59:59.623456789Z",
 		"index":      float64(0),
+		"candidate":  true,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("status =\n%v\nwant\n%v", got, want)
@@ -108,12 +111,37 @@ func TestStatusJudgesValidityAtAnswerTime(t *testing.T) {
 func TestStatusOmitsZeroTimes(t *testing.T) {
 	f := newFixture(t, elect.Snapshot{Identity: identity, Namespace: "shop", Lease: "orders-leader"})
 	got := decode(t, do(f.srv.APIHandler(), http.MethodGet, "/v1/status"))
-	want := []string{"fencingToken", "holder", "identity", "index", "leader", "lease", "namespace", "term", "validForMs"}
+	want := []string{"candidate", "fencingToken", "holder", "identity", "index", "leader", "lease", "namespace", "term", "validForMs"}
 	if ks := slices.Sorted(maps.Keys(got)); !slices.Equal(ks, want) {
 		t.Errorf("fields = %v, want %v", ks, want)
 	}
-	if got["holder"] != "" || got["fencingToken"] != float64(0) {
-		t.Errorf("holder = %v, fencingToken = %v; want \"\" and 0", got["holder"], got["fencingToken"])
+	if got["holder"] != "" || got["fencingToken"] != float64(0) || got["candidate"] != false {
+		t.Errorf("holder = %v, fencingToken = %v, candidate = %v; want \"\", 0 and false", got["holder"], got["fencingToken"], got["candidate"])
+	}
+}
+
+// With health-gated candidacy the status reports the app's health as last
+// probed, read when answering; without it, appHealth is absent (above).
+func TestStatusReportsAppHealth(t *testing.T) {
+	health := &fakeAppHealth{}
+	health.set(apphealth.Status{Healthy: true, LastCheckAt: t0, LastSuccessAt: t0, Checks: 4})
+	f := newFixture(t, leading(), withAppHealth(health))
+	got := decode(t, do(f.srv.APIHandler(), http.MethodGet, "/v1/status"))["appHealth"]
+	want := map[string]any{"healthy": true, "consecutiveFailures": float64(0),
+		"lastCheckAt": "2026-05-01T12:00:00.123456789Z", "lastSuccessAt": "2026-05-01T12:00:00.123456789Z"}
+	if m, ok := got.(map[string]any); !ok || !maps.Equal(m, want) {
+		t.Errorf("appHealth = %v, want %v", got, want)
+	}
+
+	health.set(apphealth.Status{ConsecutiveFailures: 3, LastCheckAt: t0.Add(time.Second), LastSuccessAt: t0, LastError: "status 503"})
+	s := candidate() // the elector withdrew: out of the election
+	s.Candidate = false
+	f.publish(s)
+	st := decode(t, do(f.srv.OpsHandler(), http.MethodGet, "/v1/status"))
+	want = map[string]any{"healthy": false, "consecutiveFailures": float64(3),
+		"lastCheckAt": "2026-05-01T12:00:01.123456789Z", "lastSuccessAt": "2026-05-01T12:00:00.123456789Z", "lastError": "status 503"}
+	if m, ok := st["appHealth"].(map[string]any); !ok || !maps.Equal(m, want) || st["candidate"] != false {
+		t.Errorf("appHealth = %v candidate = %v, want %v and false", st["appHealth"], st["candidate"], want)
 	}
 }
 

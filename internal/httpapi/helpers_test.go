@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/elect"
 )
 
@@ -84,7 +85,7 @@ func candidate() elect.Snapshot {
 		Identity: identity, Namespace: "shop", Lease: "orders-leader",
 		Holder: other, Term: 4, Token: 880,
 		AcquiredAt: t0.Add(-time.Minute), RenewedAt: t0.Add(-time.Second), ObservedAt: t0.Add(-500 * time.Millisecond),
-		Observed: true, WatchUp: true, Heartbeat: t0,
+		Observed: true, WatchUp: true, Candidate: true, Heartbeat: t0,
 	}
 }
 
@@ -106,8 +107,33 @@ type fixture struct {
 	srv   *Server
 }
 
+// fixtureOption changes the Options of a fixture's Server.
+type fixtureOption func(*Options)
+
+func withAppHealth(h AppHealthSource) fixtureOption {
+	return func(o *Options) { o.AppHealth = h }
+}
+
+// fakeAppHealth reports a Status set by the test.
+type fakeAppHealth struct {
+	mu     sync.Mutex
+	status apphealth.Status
+}
+
+func (h *fakeAppHealth) set(s apphealth.Status) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.status = s
+}
+
+func (h *fakeAppHealth) Status() apphealth.Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.status
+}
+
 // newFixture serves a fakeElection that starts in state first.
-func newFixture(t *testing.T, first elect.Snapshot) *fixture {
+func newFixture(t *testing.T, first elect.Snapshot, opts ...fixtureOption) *fixture {
 	t.Helper()
 	f := &fixture{
 		t:     t,
@@ -115,7 +141,11 @@ func newFixture(t *testing.T, first elect.Snapshot) *fixture {
 		el:    newFakeElection(first),
 		reg:   prometheus.NewRegistry(),
 	}
-	srv, err := New(Options{Election: f.el, Clock: f.clock, LeaseDuration: leaseDuration, Registry: f.reg, Version: "v1.2.3"})
+	o := Options{Election: f.el, Clock: f.clock, LeaseDuration: leaseDuration, Registry: f.reg, Version: "v1.2.3"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	srv, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

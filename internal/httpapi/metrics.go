@@ -12,7 +12,7 @@ import (
 type collector struct {
 	s *Server
 
-	leader, term, token, valid, watchers, buildInfo, masterStatus *prometheus.Desc
+	leader, candidate, term, token, valid, watchers, buildInfo, masterStatus *prometheus.Desc
 }
 
 func newCollector(s *Server, version string) *collector {
@@ -21,6 +21,8 @@ func newCollector(s *Server, version string) *collector {
 		s: s,
 		leader: prometheus.NewDesc("leasehold_leader",
 			"1 while this instance is the valid leader (Snapshot.IsLeader at scrape time), else 0.", nil, nil),
+		candidate: prometheus.NewDesc("leasehold_candidate",
+			"1 while this instance campaigns or leads, 0 while it is out of the election (health-gated candidacy, or after POST /v1/release).", nil, nil),
 		term: prometheus.NewDesc("leasehold_term",
 			"The current term's number (the Lease's leaseTransitions); for people, not a fencing token.", nil, nil),
 		token: prometheus.NewDesc("leasehold_fencing_token",
@@ -40,7 +42,7 @@ func newCollector(s *Server, version string) *collector {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.term, c.token, c.valid, c.watchers, c.buildInfo, c.masterStatus} {
+	for _, d := range []*prometheus.Desc{c.leader, c.candidate, c.term, c.token, c.valid, c.watchers, c.buildInfo, c.masterStatus} {
 		ch <- d
 	}
 }
@@ -49,18 +51,23 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	snap := c.s.election.Snapshot()
 	now := c.s.clock.Now()
-	leader := 0.0
-	if snap.IsLeader(now) {
-		leader = 1
-	}
+	leader := boolGauge(snap.IsLeader(now))
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
 	}
 	gauge(c.leader, leader)
+	gauge(c.candidate, boolGauge(snap.Candidate))
 	gauge(c.term, float64(snap.Term))
 	gauge(c.token, float64(snap.Token))
 	gauge(c.valid, snap.ValidFor(now).Seconds())
 	gauge(c.watchers, float64(c.s.watchers.Load()))
 	gauge(c.buildInfo, 1)
 	gauge(c.masterStatus, leader)
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

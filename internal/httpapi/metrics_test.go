@@ -67,6 +67,7 @@ func TestMetricsValues(t *testing.T) {
 	build := "goversion=" + runtime.Version() + ",version=v1.2.3"
 	want("candidate", map[string]map[string]float64{
 		"leasehold_leader":              {"": 0},
+		"leasehold_candidate":           {"": 1},
 		"leasehold_term":                {"": 4},
 		"leasehold_fencing_token":       {"": 880},
 		"leasehold_valid_seconds":       {"": 0},
@@ -98,6 +99,11 @@ func TestMetricsValues(t *testing.T) {
 	f.publish(candidate())
 	receive(t, answer)
 	f.waitWatchers(0)
+
+	out := candidate()
+	out.Candidate = false
+	f.publish(out)
+	want("withdrawn", map[string]map[string]float64{"leasehold_candidate": {"": 0}, "leasehold_leader": {"": 0}})
 }
 
 // /metrics serves exactly the Registry, including other packages'
@@ -121,6 +127,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	text := string(body)
 	for _, line := range []string{
 		"leasehold_leader 1",
+		"leasehold_candidate 1",
 		"leasehold_term 5",
 		"leasehold_fencing_token 1042",
 		"leasehold_valid_seconds 10",

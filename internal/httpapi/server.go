@@ -39,6 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
+	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/elect"
 )
 
@@ -72,6 +73,14 @@ type Options struct {
 	Version string
 	// Logger receives the HTTP layer's log lines; nil discards them.
 	Logger *slog.Logger
+	// AppHealth, when not nil, is reported in every status (health-gated
+	// candidacy; *apphealth.Prober satisfies it).
+	AppHealth AppHealthSource
+}
+
+// AppHealthSource reports the app's health as last probed.
+type AppHealthSource interface {
+	Status() apphealth.Status
 }
 
 // Wait limits of the blocking endpoints, and the stay-out limit of
@@ -91,6 +100,7 @@ const indexHeader = "X-Leasehold-Index"
 // Server serves the API and OPS listeners for one Election.
 type Server struct {
 	election      Election
+	appHealth     AppHealthSource // nil when health-gated candidacy is off
 	clock         clock.PassiveClock
 	leaseDuration time.Duration
 	log           *slog.Logger
@@ -119,6 +129,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		election:      opts.Election,
+		appHealth:     opts.AppHealth,
 		clock:         opts.Clock,
 		leaseDuration: opts.LeaseDuration,
 		log:           opts.Logger,

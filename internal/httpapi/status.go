@@ -25,12 +25,30 @@ type Status struct {
 	RenewedAt    string      `json:"renewedAt,omitempty"`
 	ObservedAt   string      `json:"observedAt,omitempty"`
 	Index        uint64      `json:"index"`
+	// Candidate is true while this instance campaigns (or leads): false
+	// while health-gated candidacy holds it out, or after POST /v1/release
+	// until its stay-out ends.
+	Candidate bool `json:"candidate"`
+	// AppHealth is the app's health as last probed; absent unless
+	// LEASEHOLD_APP_HEALTH_URL is set.
+	AppHealth *AppHealth `json:"appHealth,omitempty"`
 }
 
-// statusOf describes snap as judged at now: leader, validUntil and
-// validForMs come from snap.IsLeader(now) and snap.ValidFor(now).
-// validForMs is rounded down, so it never overstates validity.
-func statusOf(snap *elect.Snapshot, now time.Time) Status {
+// AppHealth reports health-gated candidacy's view of the app.
+type AppHealth struct {
+	Healthy             bool   `json:"healthy"`
+	ConsecutiveFailures int    `json:"consecutiveFailures"`
+	LastCheckAt         string `json:"lastCheckAt,omitempty"`   // absent before the first probe
+	LastSuccessAt       string `json:"lastSuccessAt,omitempty"` // absent before the first 2xx
+	LastError           string `json:"lastError,omitempty"`     // why the latest probe failed; absent after a success
+}
+
+// statusOf describes snap as judged now, by the Server's clock: leader,
+// validUntil and validForMs come from snap.IsLeader(now) and
+// snap.ValidFor(now). validForMs is rounded down, so it never overstates
+// validity.
+func (s *Server) statusOf(snap *elect.Snapshot) Status {
+	now := s.clock.Now()
 	st := Status{
 		Identity:     snap.Identity,
 		Namespace:    snap.Namespace,
@@ -43,10 +61,21 @@ func statusOf(snap *elect.Snapshot, now time.Time) Status {
 		RenewedAt:    timestamp(snap.RenewedAt),
 		ObservedAt:   timestamp(snap.ObservedAt),
 		Index:        snap.Index,
+		Candidate:    snap.Candidate,
 	}
 	if st.Leader {
 		st.ValidUntil = timestamp(snap.ValidUntil)
 		st.ValidForMs = snap.ValidFor(now).Milliseconds()
+	}
+	if s.appHealth != nil {
+		h := s.appHealth.Status()
+		st.AppHealth = &AppHealth{
+			Healthy:             h.Healthy,
+			ConsecutiveFailures: h.ConsecutiveFailures,
+			LastCheckAt:         timestamp(h.LastCheckAt),
+			LastSuccessAt:       timestamp(h.LastSuccessAt),
+			LastError:           h.LastError,
+		}
 	}
 	return st
 }

@@ -58,7 +58,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 			return // the client left
 		}
 	}
-	respond(w, http.StatusOK, snap, statusOf(snap, s.clock.Now()))
+	respond(w, http.StatusOK, snap, s.statusOf(snap))
 }
 
 // jitter is a random duration in [0, wait/16], which spreads the returns,
@@ -150,7 +150,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Durati
 
 // sendEvent writes and flushes one status event for snap, judged now.
 func (s *Server) sendEvent(w http.ResponseWriter, rc *http.ResponseController, snap *elect.Snapshot) error {
-	data, err := json.Marshal(statusOf(snap, s.clock.Now()))
+	data, err := json.Marshal(s.statusOf(snap))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,64 @@
+package apphealth
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNewValidatesConfig(t *testing.T) {
+	valid := Config{URL: "http://127.0.0.1:8080/healthz", Timeout: time.Second, Interval: 5 * time.Second, FailureThreshold: 3}
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr string // "" for valid
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"https with query", func(c *Config) { c.URL = "https://app.example:8443/health?full=1" }, ""},
+		{"timeout equals interval", func(c *Config) { c.Timeout = c.Interval }, ""},
+		{"threshold 1", func(c *Config) { c.FailureThreshold = 1 }, ""},
+		{"no URL", func(c *Config) { c.URL = "" }, "URL is required"},
+		{"relative URL", func(c *Config) { c.URL = "/healthz" }, "must be absolute"},
+		{"host without scheme", func(c *Config) { c.URL = "127.0.0.1:8080/healthz" }, "URL"},
+		{"other scheme", func(c *Config) { c.URL = "tcp://127.0.0.1:8080" }, "scheme http or https"},
+		{"no host", func(c *Config) { c.URL = "http:///healthz" }, "has no host"},
+		{"port only", func(c *Config) { c.URL = "http://:8080/healthz" }, "has no host"},
+		{"unparsable", func(c *Config) { c.URL = "http://[::1/healthz" }, "URL"},
+		{"zero timeout", func(c *Config) { c.Timeout = 0 }, "timeout 0s must be positive"},
+		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "must be positive"},
+		{"zero interval", func(c *Config) { c.Interval = 0; c.Timeout = 0 }, "timeout 0s must be positive"},
+		{"zero interval only", func(c *Config) { c.Interval = 0 }, "interval 0s must be positive"},
+		{"timeout beyond interval", func(c *Config) { c.Timeout = 6 * time.Second }, "timeout 6s must not exceed interval 5s"},
+		{"zero threshold", func(c *Config) { c.FailureThreshold = 0 }, "failureThreshold 0 must be at least 1"},
+		{"negative threshold", func(c *Config) { c.FailureThreshold = -1 }, "at least 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := valid
+			tc.mutate(&cfg)
+			p, err := New(cfg)
+			if tc.wantErr == "" {
+				if err != nil || p == nil {
+					t.Fatalf("New(%+v) = %v, want a Prober", cfg, err)
+				}
+				if s := p.Status(); s != (Status{}) {
+					t.Errorf("new Prober's status = %+v, want the zero Status (not healthy)", s)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("New(%+v) succeeded, want an error containing %q", cfg, tc.wantErr)
+			}
+			if !strings.HasPrefix(err.Error(), "apphealth: ") || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("New error = %q, want one starting \"apphealth: \" and containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// The URL's password never reaches an error message.
+func TestNewRedactsPassword(t *testing.T) {
+	_, err := New(Config{URL: "ftp://user:secret@app/healthz", Timeout: time.Second, Interval: time.Second, FailureThreshold: 1})
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("New error = %v, want an error without the password", err)
+	}
+}

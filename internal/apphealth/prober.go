@@ -1,0 +1,257 @@
+package apphealth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+const (
+	// userAgent names leasehold's probes in the app's access log.
+	userAgent = "leasehold-probe"
+	// maxBody is how much of an answer's body a probe reads (and discards).
+	maxBody = 4 << 10
+)
+
+// Config describes the health check of one app.
+type Config struct {
+	// URL is the absolute http or https URL to GET, e.g.
+	// http://127.0.0.1:8080/healthz.
+	URL string
+	// Timeout bounds each probe: connecting, the answer's headers and
+	// reading its body. At most Interval.
+	Timeout time.Duration
+	// Interval is the time between the starts of two probes.
+	Interval time.Duration
+	// FailureThreshold is how many consecutive failed probes make a healthy
+	// app unhealthy. At least 1.
+	FailureThreshold int
+
+	// Clock drives the Interval ticker and stamps Status times; nil means
+	// the real clock. Each probe's Timeout is always real time.
+	Clock clock.WithTicker
+	// Client sends the probes; nil means a client that never uses a proxy
+	// and never reuses a connection. A Client given here is copied and
+	// made not to follow redirects; its Transport is used as it is.
+	Client *http.Client
+	// Logger receives the prober's log lines; nil discards them.
+	Logger *slog.Logger
+	// Metrics receives the prober's metrics; nil means unregistered ones.
+	Metrics *Metrics
+	// OnChange, if set, is called from Run's goroutine on every change of
+	// Status.Healthy (including the first success) with the new Status.
+	// Probing pauses until it returns.
+	OnChange func(ctx context.Context, s Status)
+}
+
+// validate checks c and returns its parsed URL.
+func (c *Config) validate() (*url.URL, error) {
+	u, err := url.Parse(c.URL)
+	switch {
+	case c.URL == "":
+		return nil, errors.New("apphealth: URL is required")
+	case err != nil:
+		return nil, fmt.Errorf("apphealth: URL: %w", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("apphealth: URL %q must be absolute, with scheme http or https", u.Redacted())
+	case u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("apphealth: URL %q has no host", u.Redacted())
+	case c.Timeout <= 0:
+		return nil, fmt.Errorf("apphealth: timeout %s must be positive", c.Timeout)
+	case c.Interval <= 0:
+		return nil, fmt.Errorf("apphealth: interval %s must be positive", c.Interval)
+	case c.Timeout > c.Interval:
+		return nil, fmt.Errorf("apphealth: timeout %s must not exceed interval %s", c.Timeout, c.Interval)
+	case c.FailureThreshold < 1:
+		return nil, fmt.Errorf("apphealth: failureThreshold %d must be at least 1", c.FailureThreshold)
+	}
+	return u, nil
+}
+
+// Prober checks the app's health. Create it with New, start it with Run
+// (once), and read its state with Status from any goroutine.
+type Prober struct {
+	cfg       Config
+	clock     clock.WithTicker
+	client    *http.Client
+	transport *http.Transport // the default client's; nil with Config.Client
+	log       *slog.Logger
+	metrics   *Metrics
+
+	status  atomic.Pointer[Status] // written by Run's goroutine only
+	started atomic.Bool
+}
+
+// New checks cfg and returns a Prober that has not started probing. Its
+// Status is not healthy.
+func New(cfg Config) (*Prober, error) {
+	u, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	p := &Prober{
+		cfg:     cfg,
+		clock:   cfg.Clock,
+		log:     cfg.Logger,
+		metrics: cfg.Metrics,
+	}
+	if p.clock == nil {
+		p.clock = clock.RealClock{}
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.metrics == nil {
+		p.metrics = NewMetrics(nil)
+	}
+	p.log = p.log.With("url", u.Redacted())
+	if cfg.Client != nil {
+		c := *cfg.Client
+		p.client = &c
+	} else {
+		p.transport = &http.Transport{
+			// Never a proxy: a health check of the app beside us must not
+			// go through one configured for the app's outbound traffic.
+			Proxy: nil,
+			// A fresh connection for every probe, as the kubelet does: an
+			// idle kept-alive connection could hide a hung app.
+			DisableKeepAlives: true,
+			// The body is discarded; ask for it as it is.
+			DisableCompression: true,
+		}
+		p.client = &http.Client{Transport: p.transport}
+	}
+	p.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	p.status.Store(&Status{})
+	return p, nil
+}
+
+// Run probes at once and then every Interval until ctx ends, then returns
+// nil (also while a probe hangs: the probe is abandoned). It calls
+// OnChange on every change of Healthy. Run may be called once.
+func (p *Prober) Run(ctx context.Context) error {
+	if !p.started.CompareAndSwap(false, true) {
+		return errors.New("apphealth: Run called twice")
+	}
+	if p.transport != nil {
+		defer p.transport.CloseIdleConnections()
+	}
+	// The ticker starts before the first probe, so that a tick falling into
+	// any probe is held for the loop, never lost.
+	ticker := p.clock.NewTicker(p.cfg.Interval)
+	defer ticker.Stop()
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		p.check(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+// check runs one probe and records its result, unless ctx ended meanwhile.
+func (p *Prober) check(ctx context.Context) {
+	start := time.Now() // real time, like the Timeout that bounds the probe
+	err := p.probe(ctx)
+	elapsed := time.Since(start)
+	if ctx.Err() != nil {
+		return // shutting down: the result says nothing about the app
+	}
+
+	prev := p.Status()
+	next := prev
+	next.Checks++
+	next.LastCheckAt = p.clock.Now()
+	if err == nil {
+		next.Healthy = true
+		next.ConsecutiveFailures = 0
+		next.LastError = ""
+		next.LastSuccessAt = next.LastCheckAt
+	} else {
+		next.ConsecutiveFailures++
+		next.LastError = err.Error()
+		if next.ConsecutiveFailures >= p.cfg.FailureThreshold {
+			next.Healthy = false
+		}
+	}
+	changed := next.Healthy != prev.Healthy
+	if changed {
+		next.ChangedAt = next.LastCheckAt
+	}
+	p.status.Store(&next)
+
+	p.metrics.duration.Observe(elapsed.Seconds())
+	if err == nil {
+		p.metrics.success.Inc()
+	} else {
+		p.metrics.failure.Inc()
+	}
+
+	switch {
+	case changed && next.Healthy:
+		p.metrics.healthy.Set(1)
+		p.log.Info("app healthy")
+	case changed:
+		p.metrics.healthy.Set(0)
+		p.log.Warn("app unhealthy", "err", next.LastError, "failures", next.ConsecutiveFailures)
+	case err != nil && !next.Healthy && next.ConsecutiveFailures == p.cfg.FailureThreshold:
+		// Never healthy since the start: say once why we do not campaign.
+		p.log.Warn("app not healthy yet", "err", next.LastError, "failures", next.ConsecutiveFailures)
+	case err != nil:
+		p.log.Debug("app health check failed", "err", next.LastError, "failures", next.ConsecutiveFailures)
+	}
+	if changed && p.cfg.OnChange != nil {
+		p.cfg.OnChange(ctx, next)
+	}
+}
+
+// probe sends one request and returns why the app failed it, nil for a 2xx
+// answer.
+func (p *Prober) probe(ctx context.Context) error {
+	reqCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, p.cfg.URL, nil)
+	if err != nil {
+		return err // not expected: New validated the URL
+	}
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Accept", "*/*")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return p.describe(reqCtx, err)
+	}
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+	_ = resp.Body.Close() // nothing to learn from closing a discarded body
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	if err != nil {
+		return fmt.Errorf("reading body: %w", p.describe(reqCtx, err))
+	}
+	return nil
+}
+
+// describe turns a request error into a short reason: "timeout after 1s"
+// when the probe's own deadline passed, else the error without the
+// "Get <url>:" prefix (the URL is in every log line already).
+func (p *Prober) describe(reqCtx context.Context, err error) error {
+	if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("timeout after %s", p.cfg.Timeout)
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
+	}
+	return err
+}
