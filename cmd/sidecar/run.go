@@ -17,11 +17,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/logging"
+	"github.com/leasehold/leasehold/internal/podlabel"
 )
 
 // Exit statuses.
@@ -72,27 +74,42 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	elector, err := elect.New(elect.Config{
-		Leases:        clientset.CoordinationV1(),
-		Namespace:     cfg.LeaseNamespace,
-		Name:          cfg.LeaseName,
-		Identity:      cfg.Identity,
-		LeaseDuration: cfg.LeaseDuration,
-		RenewDeadline: cfg.RenewDeadline,
-		RetryPeriod:   cfg.RetryPeriod,
-		ReleaseOnStop: cfg.ReleaseOnShutdown,
-		Logger:        log,
-		Metrics:       elect.NewMetrics(registry),
+		Leases:         clientset.CoordinationV1(),
+		Namespace:      cfg.LeaseNamespace,
+		Name:           cfg.LeaseName,
+		Identity:       cfg.Identity,
+		LeaseDuration:  cfg.LeaseDuration,
+		RenewDeadline:  cfg.RenewDeadline,
+		RetryPeriod:    cfg.RetryPeriod,
+		ReleaseOnStop:  cfg.ReleaseOnShutdown,
+		StartWithdrawn: cfg.AppHealth.Enabled(), // no term before the app was seen healthy
+		Logger:         log,
+		Metrics:        elect.NewMetrics(registry),
 	})
 	if err != nil {
 		return err
 	}
-	api, err := httpapi.New(httpapi.Options{
+	apiOptions := httpapi.Options{
 		Election:      elector,
 		LeaseDuration: cfg.LeaseDuration,
 		Registry:      registry,
 		Version:       version,
 		Logger:        log,
-	})
+	}
+	var prober *apphealth.Prober
+	if cfg.AppHealth.Enabled() {
+		if prober, err = newProber(cfg.AppHealth, elector, registry, log); err != nil {
+			return err
+		}
+		apiOptions.AppHealth = prober
+	}
+	var labeler *podlabel.Labeler
+	if cfg.PodLabel != "" {
+		if labeler, err = newLabeler(cfg, clientset, elector, registry, log); err != nil {
+			return err
+		}
+	}
+	api, err := httpapi.New(apiOptions)
 	if err != nil {
 		return err
 	}
@@ -108,20 +125,22 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	apiServer := httpapi.NewHTTPServer(api.APIHandler())
 	opsServer := httpapi.NewHTTPServer(api.OpsHandler())
 
-	// One channel collects every reason to stop: a server failing or the
-	// elector giving up. Signals arrive through signals.
-	failures := make(chan error, 3)
+	// One channel collects every reason to stop: a server or a background
+	// task failing. Signals arrive through signals.
+	failures := make(chan error, 5)
 	signals, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stopSignals()
-	electCtx, stopElection := context.WithCancel(context.Background())
-	defer stopElection()
-	electorDone := make(chan struct{})
-	go func() {
-		defer close(electorDone)
-		if err := elector.Run(electCtx); err != nil {
-			failures <- fmt.Errorf("election: %w", err)
-		}
-	}()
+	election := startTask("election", elector.Run, failures)
+	defer election.stop()
+	var probing, labeling *task
+	if prober != nil {
+		probing = startTask("app health", prober.Run, failures)
+		defer probing.stop()
+	}
+	if labeler != nil {
+		labeling = startTask("pod label", labeler.Run, failures)
+		defer labeling.stop()
+	}
 	for name, s := range map[string]struct {
 		server   *http.Server
 		listener net.Listener
@@ -133,7 +152,8 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		}()
 	}
 	log.Info("leasehold started", "version", version, "identity", cfg.Identity,
-		"lease", cfg.LeaseNamespace+"/"+cfg.LeaseName, "api", apiListener.Addr().String(), "ops", opsListener.Addr().String())
+		"lease", cfg.LeaseNamespace+"/"+cfg.LeaseName, "api", apiListener.Addr().String(), "ops", opsListener.Addr().String(),
+		"appHealth", cfg.AppHealth.URL, "podLabel", cfg.PodLabel)
 
 	var failure error
 	select {
@@ -143,11 +163,13 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	}
 
 	// Shutdown order: readiness fails and blocking requests return; the
-	// elector stops reporting leadership and releases the Lease; then the
-	// servers close.
+	// prober stops, so candidacy no longer changes; the elector stops
+	// reporting leadership and releases the Lease; the labeler, having seen
+	// that, takes the leader label off this Pod; then the servers close.
 	api.BeginShutdown()
-	stopElection()
-	<-electorDone
+	probing.stop()
+	election.stop()
+	labeling.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
 	defer cancel()
 	failure = errors.Join(failure, apiServer.Shutdown(ctx), opsServer.Shutdown(ctx))

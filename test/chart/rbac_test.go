@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,9 +45,9 @@ func start(t testing.TB, f fleet.Config, name string) *fleet.Instance {
 // chartRole renders the chart (release "rbac", demo on) into namespace ns
 // and returns its Role and the Lease name its sidecar is configured with,
 // after checking that the Role is made for that Lease.
-func chartRole(t testing.TB, ns string) (*rbacv1.Role, string) {
+func chartRole(t testing.TB, ns string, args ...string) (*rbacv1.Role, string) {
 	t.Helper()
-	objs := render(t, "rbac", ns, chartDir, "--set", "demo.enabled=true")
+	objs := render(t, "rbac", ns, chartDir, append([]string{"--set", "demo.enabled=true"}, args...)...)
 	role := convert[rbacv1.Role](t, one(t, objs, "Role"))
 	d := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
 	c := container(d.Spec.Template.Spec.InitContainers, "leasehold")
@@ -201,6 +202,77 @@ func TestChartRoleLetsTheSidecarElectRenewWatchAndRelease(t *testing.T) {
 		if log, err := os.ReadFile(inst.LogPath); err != nil || strings.Contains(strings.ToLower(string(log)), "forbidden") {
 			t.Errorf("%s: a request was forbidden (err %v):\n%s", inst.Name, err, log)
 		}
+	}
+}
+
+// With podLabel.enabled, the chart's Role lets the real sidecar keep the
+// leader label on its own Pod and clear a stale one on another Pod (in a
+// namespace enforcing the "restricted" Pod Security Standard), and nothing
+// it asks is forbidden. The label and the rule it needs are off by default
+// (TestTemplateCIValues).
+func TestChartRoleLetsTheSidecarLabelItsPod(t *testing.T) {
+	kubetest.Require(t, cluster)
+	t.Parallel()
+	const key = "leasehold.io/leader"
+	ns := newNamespace(t, "label")
+	role, lease := chartRole(t, ns, "--set", "podLabel.enabled=true", "--set", "podLabel.key="+key)
+	user, err := cluster.UserWithRole(t.Context(), ns, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := cluster.Clientset().CoreV1().Pods(ns)
+	if _, err := cluster.Clientset().CoreV1().ServiceAccounts(ns).Create(t.Context(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err) // admission looks it up; no controller manager creates it here
+	}
+	for _, name := range []string{"a", "b"} {
+		stale := map[string]string{key: "true"} // b: a crashed leader's label
+		if name == "a" {
+			stale = nil
+		}
+		if _, err := pods.Create(t.Context(), restrictedPod(name, stale), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := fleetConfig(t, ns, lease, user)
+	f.Env = append(f.Env, "LEASEHOLD_POD_LABEL="+key)
+	a := start(t, f, "a")
+	waitLeader(t, a)
+	labels := func() string {
+		pa, errA := pods.Get(t.Context(), "a", metav1.GetOptions{})
+		pb, errB := pods.Get(t.Context(), "b", metav1.GetOptions{})
+		if errA != nil || errB != nil {
+			t.Fatal(errA, errB)
+		}
+		return pa.Labels[key] + "," + pb.Labels[key]
+	}
+	eventually(t, 10*time.Second, "a's Pod true, b's stale true cleared", func() bool { return labels() == "true,false" })
+	if n := forbidden(t, a, ""); n != 0 {
+		t.Errorf("%v requests forbidden", n)
+	}
+	stopGracefully(t, a)
+	if got := labels(); got != "false,false" {
+		t.Errorf("after SIGTERM: labels %s, want false,false", got)
+	}
+}
+
+// restrictedPod is a Pod the "restricted" Pod Security Standard admits.
+func restrictedPod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "example.com/app:1",
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
 	}
 }
 

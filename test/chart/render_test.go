@@ -59,6 +59,7 @@ type expectation struct {
 	fullname       string
 	lease          string
 	serviceAccount string
+	podLabel       bool // the Role also lists and patches Pods
 	check          func(t *testing.T, sidecar, app *corev1.Container, d *appsv1.Deployment)
 }
 
@@ -104,6 +105,17 @@ var ciExpectations = map[string]expectation{
 	"no-rbac-values.yaml": {
 		kinds:    []string{"Pod", "ServiceAccount"},
 		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
+	},
+	"app-aware-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: true,
+		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold", podLabel: true,
+		check: func(t *testing.T, sidecar, _ *corev1.Container, _ *appsv1.Deployment) {
+			wantEnv(t, sidecar, map[string]string{
+				"LEASEHOLD_APP_HEALTH_URL": "http://127.0.0.1:8080/healthz", "LEASEHOLD_APP_HEALTH_TIMEOUT": "500ms",
+				"LEASEHOLD_APP_HEALTH_INTERVAL": "1s", "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD": "2",
+				"LEASEHOLD_POD_LABEL": "example.com/leader",
+			})
+		},
 	},
 	"plain-container-values.yaml": {
 		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: false,
@@ -162,7 +174,11 @@ func checkRendering(t *testing.T, objs []*unstructured.Unstructured, want expect
 		if role.Name != want.fullname {
 			t.Errorf("Role %q, want %q", role.Name, want.fullname)
 		}
-		if diff := ruleDiff(role.Rules, leastPrivilege(want.lease)); diff != "" {
+		rules := leastPrivilege(want.lease)
+		if want.podLabel {
+			rules = append(rules, podLabelRule)
+		}
+		if diff := ruleDiff(role.Rules, rules); diff != "" {
 			t.Errorf("Role rules: %s", diff)
 		}
 		binding := convert[rbacv1.RoleBinding](t, one(t, objs, "RoleBinding"))
@@ -209,6 +225,9 @@ func checkRendering(t *testing.T, objs []*unstructured.Unstructured, want expect
 			t.Fatal("no app container")
 		}
 		checkSidecar(t, sidecar, want.lease)
+		if _, set := envValue(sidecar, "LEASEHOLD_POD_LABEL"); set != want.podLabel {
+			t.Errorf("LEASEHOLD_POD_LABEL set: %v, want %v (off by default, with the Role's pods rule)", set, want.podLabel)
+		}
 		_, apiPort, _ := net.SplitHostPort(mustEnv(t, sidecar, "LEASEHOLD_API_ADDR"))
 		wantEnv(t, app, map[string]string{"LEASEHOLD_URL": "http://127.0.0.1:" + apiPort})
 		wantRestricted(t, "app", app.SecurityContext)
@@ -309,6 +328,9 @@ func leastPrivilege(lease string) []rbacv1.PolicyRule {
 	}
 }
 
+// podLabelRule is what the leader label adds to the Role.
+var podLabelRule = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}}
+
 func ruleDiff(got, want []rbacv1.PolicyRule) string {
 	if len(got) != len(want) {
 		return "got " + rulesString(got) + ", want " + rulesString(want)
@@ -385,6 +407,10 @@ func TestBadValuesFailWithAClearMessage(t *testing.T) {
 		"negative replicas":         {[]string{"--set", "demo.replicas=-1"}, []string{schema, "at '/demo/replicas'"}},
 		"port out of range":         {[]string{"--set", "ports.ops=70000"}, []string{schema, "at '/ports/ops'"}},
 		"unknown log level":         {[]string{"--set", "log.level=verbose"}, []string{schema, "at '/log/level'"}},
+		"health url not http":       {[]string{"--set", "appHealth.url=tcp://127.0.0.1:8080"}, []string{schema, "at '/appHealth/url'"}},
+		"health threshold zero":     {[]string{"--set", "appHealth.failureThreshold=0"}, []string{schema, "at '/appHealth/failureThreshold'"}},
+		"health interval no unit":   {[]string{"--set", "appHealth.interval=2"}, []string{schema, "at '/appHealth/interval'"}},
+		"bad pod label key":         {[]string{"--set", "podLabel.key=leader label"}, []string{schema, "at '/podLabel/key'"}},
 		"misspelled key in a file":  {[]string{"-f", writeValues(t, "timings:\n  leaseDurationSeconds: 15\n")}, []string{schema, "additional properties 'leaseDurationSeconds' not allowed"}},
 		"no ServiceAccount name":    {[]string{"--set", "serviceAccount.create=false"}, []string{"serviceAccount.name is required when serviceAccount.create is false"}},
 		"native sidecar on 1.28":    {[]string{"--set", "demo.enabled=true", "--kube-version", "1.28.5"}, []string{"nativeSidecar needs Kubernetes >= 1.29", "nativeSidecar=false"}},

@@ -141,6 +141,22 @@ POD_NAMESPACE, the namespace the Role is in.
   value: {{ .Values.log.level | quote }}
 - name: LEASEHOLD_LOG_FORMAT
   value: {{ .Values.log.format | quote }}
+{{- with .Values.appHealth }}
+{{- if .url }}
+- name: LEASEHOLD_APP_HEALTH_URL
+  value: {{ .url | quote }}
+- name: LEASEHOLD_APP_HEALTH_TIMEOUT
+  value: {{ .timeout | quote }}
+- name: LEASEHOLD_APP_HEALTH_INTERVAL
+  value: {{ .interval | quote }}
+- name: LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD
+  value: {{ .failureThreshold | quote }}
+{{- end }}
+{{- end }}
+{{- if .Values.podLabel.enabled }}
+- name: LEASEHOLD_POD_LABEL
+  value: {{ .Values.podLabel.key | quote }}
+{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}

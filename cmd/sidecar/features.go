@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/leasehold/leasehold/internal/apphealth"
+	"github.com/leasehold/leasehold/internal/config"
+	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/podlabel"
+)
+
+// newProber builds health-gated candidacy: the elector, started withdrawn,
+// is put in the election when the app turns healthy and taken out (ending
+// and releasing a term) when it turns unhealthy.
+func newProber(cfg config.AppHealth, elector *elect.Elector, registry prometheus.Registerer, log *slog.Logger) (*apphealth.Prober, error) {
+	return apphealth.New(apphealth.Config{
+		URL:              cfg.URL,
+		Timeout:          cfg.Timeout,
+		Interval:         cfg.Interval,
+		FailureThreshold: cfg.FailureThreshold,
+		Logger:           log,
+		Metrics:          apphealth.NewMetrics(registry),
+		OnChange: func(ctx context.Context, s apphealth.Status) {
+			reason := "app healthy"
+			if !s.Healthy {
+				reason = fmt.Sprintf("app unhealthy: %d failed probes, last: %s", s.ConsecutiveFailures, s.LastError)
+			}
+			_, err := elector.SetCandidate(ctx, s.Healthy, reason)
+			switch {
+			case err == nil, errors.Is(err, elect.ErrStopped), ctx.Err() != nil:
+			default:
+				// The term has ended all the same; the Lease expires.
+				log.Warn("release after the app turned unhealthy failed", "err", err)
+			}
+		},
+	})
+}
+
+// newLabeler builds the leader label: "true" on this Pod while it leads,
+// "false" otherwise, and stale "true" labels of other Pods cleared by the
+// leader once per lease duration.
+func newLabeler(cfg config.Config, clientset kubernetes.Interface, elector *elect.Elector, registry prometheus.Registerer, log *slog.Logger) (*podlabel.Labeler, error) {
+	return podlabel.New(podlabel.Config{
+		Pods:        clientset.CoreV1(),
+		Namespace:   cfg.Pod.Namespace,
+		PodName:     cfg.Pod.Name,
+		Key:         cfg.PodLabel,
+		Source:      elector,
+		RetryPeriod: cfg.RetryPeriod,
+		Resync:      cfg.LeaseDuration,
+		Logger:      log,
+		Metrics:     podlabel.NewMetrics(registry),
+	})
+}

@@ -1,0 +1,254 @@
+package main_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/httpapi"
+)
+
+// app is a stand-in for the app container's health endpoint: it answers
+// code, or refuses connections once closed (a crashed app).
+type app struct {
+	code   atomic.Int32
+	server *httptest.Server
+}
+
+func newApp(t *testing.T, code int) *app {
+	a := &app{}
+	a.code.Store(int32(code))
+	a.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(int(a.code.Load()))
+	}))
+	t.Cleanup(a.server.Close)
+	return a
+}
+
+// Health probing timings of these tests: an unhealthy leader steps down
+// after threshold × interval at most, well inside leaseDuration.
+const (
+	healthInterval  = 200 * time.Millisecond
+	healthThreshold = 2
+)
+
+// withApp returns f with the app-health settings for a.
+func withApp(f fleet.Config, a *app) fleet.Config {
+	f.Env = append(slices.Clone(f.Env),
+		"LEASEHOLD_APP_HEALTH_URL="+a.server.URL+"/healthz",
+		"LEASEHOLD_APP_HEALTH_INTERVAL="+healthInterval.String(),
+		"LEASEHOLD_APP_HEALTH_TIMEOUT=100ms",
+		"LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD=2",
+	)
+	return f
+}
+
+// Health-gated candidacy, process level: an instance whose app is not
+// healthy never leads and says why; when the leader's app turns unhealthy
+// (here it crashes: connections refused), the leader steps down and
+// releases, and the instance with a healthy app takes over well before the
+// lease could have expired.
+func TestAppHealthGatesCandidacy(t *testing.T) {
+	f := newFleet(t)
+	appA, appB := newApp(t, http.StatusOK), newApp(t, http.StatusServiceUnavailable)
+	a := start(t, withApp(f, appA), "a")
+	b := start(t, withApp(f, appB), "b")
+	both := []*fleet.Instance{a, b}
+
+	leader, _, err := fleet.WaitLeader(t.Context(), both, 10*time.Millisecond)
+	if err != nil || leader != a {
+		t.Fatalf("leader %v (err %v), want a: b's app is unhealthy", leader, err)
+	}
+	st := waitStatus(t, b, "b reports its unhealthy app", func(st httpapi.Status) bool {
+		return st.AppHealth != nil && st.AppHealth.ConsecutiveFailures >= healthThreshold
+	})
+	if st.Candidate || st.AppHealth.Healthy || st.AppHealth.LastError != "status 503" || st.AppHealth.LastSuccessAt != "" {
+		t.Errorf("b: candidate=%v appHealth=%+v; want out of the election, unhealthy after status 503, never healthy", st.Candidate, *st.AppHealth)
+	}
+
+	appB.code.Store(http.StatusNoContent)
+	waitStatus(t, b, "b is a candidate again", func(st httpapi.Status) bool {
+		return st.Candidate && st.AppHealth != nil && st.AppHealth.Healthy
+	})
+	if st, err := b.Status(t.Context()); err != nil || st.Leader {
+		t.Fatalf("b leads (err %v) while a, healthy, holds the Lease", err)
+	}
+	before, err := a.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	crashed := time.Now()
+	appA.server.CloseClientConnections()
+	appA.server.Listener.Close() // refused from now on: a crash-looping app
+	_, after, err := fleet.WaitLeader(t.Context(), []*fleet.Instance{b}, 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(crashed)
+	t.Logf("b leads %v after a's app crashed (threshold %d × interval %v); token %d → %d", took, healthThreshold, healthInterval, before.FencingToken, after.FencingToken)
+	if bound := healthThreshold*healthInterval + healthInterval + time.Second; took > bound {
+		t.Errorf("takeover %v after the crash, want within threshold × interval + one interval + 1s slack = %v", took, bound)
+	}
+	if took >= leaseDuration {
+		t.Errorf("takeover %v: not before the lease (%v) could expire, so a did not release", took, leaseDuration)
+	}
+	if after.FencingToken <= before.FencingToken {
+		t.Errorf("b's token %d not above a's %d", after.FencingToken, before.FencingToken)
+	}
+	st, err = a.Status(t.Context())
+	if err != nil || st.Leader || st.Candidate || st.AppHealth == nil || st.AppHealth.Healthy {
+		t.Errorf("a after its app crashed: %+v (err %v); want neither leader nor candidate, unhealthy", st, err)
+	}
+	m, err := a.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Sum("leasehold_app_healthy", nil) != 0 || m.Sum("leasehold_candidate", nil) != 0 ||
+		m.Sum("leasehold_app_health_checks_total", map[string]string{"result": "failure"}) < healthThreshold {
+		t.Errorf("a's metrics: app_healthy %v candidate %v failures %v", m.Sum("leasehold_app_healthy", nil),
+			m.Sum("leasehold_candidate", nil), m.Sum("leasehold_app_health_checks_total", map[string]string{"result": "failure"}))
+	}
+}
+
+// waitStatus polls inst's status until cond holds.
+func waitStatus(t *testing.T, inst *fleet.Instance, what string, cond func(httpapi.Status) bool) httpapi.Status {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := inst.Status(t.Context())
+		if err == nil && cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: timed out; last status %+v (err %v)", what, st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const leaderLabel = "leasehold.io/leader"
+
+// The leader label, process level: after start-up, a handover (SIGTERM), a
+// failover (SIGKILL: the dead leader cannot take its own label off) and a
+// crash-restart (the killed instance back, with a stale "true" put on its
+// Pod by hand), exactly the leader's Pod carries "true" and every other
+// Pod "false".
+func TestPodLabelFollowsLeadership(t *testing.T) {
+	f := newFleet(t)
+	f.Env = append(f.Env, "LEASEHOLD_POD_LABEL="+leaderLabel)
+	pods := cluster.Clientset().CoreV1().Pods(f.Namespace)
+	names := []string{"a", "b", "c"}
+	// No controller manager runs to create the default ServiceAccount that
+	// admission looks up for every Pod.
+	if _, err := cluster.Clientset().CoreV1().ServiceAccounts(f.Namespace).Create(t.Context(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if _, err := pods.Create(t.Context(), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "demo"}},
+			Spec: corev1.PodSpec{
+				AutomountServiceAccountToken: new(false),
+				Containers:                   []corev1.Container{{Name: "app", Image: "example.com/app:1"}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLabel := func(pod, value string) {
+		t.Helper()
+		patch := `{"metadata":{"labels":{"` + leaderLabel + `":"` + value + `"}}}`
+		if _, err := pods.Patch(t.Context(), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// onlyLeaderLabelled waits until exactly leader's Pod says "true" and
+	// every other Pod "false".
+	onlyLeaderLabelled := func(what string, leader *fleet.Instance) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			got := map[string]string{}
+			list, err := pods.List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok := len(list.Items) == len(names)
+			for _, p := range list.Items {
+				got[p.Name] = p.Labels[leaderLabel]
+				want := "false"
+				if p.Name == leader.Name {
+					want = "true"
+				}
+				ok = ok && got[p.Name] == want
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: labels %v, want true on %s only", what, got, leader.Name)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitLeader := func(instances ...*fleet.Instance) *fleet.Instance {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		leader, _, err := fleet.WaitLeader(ctx, instances, 10*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leader
+	}
+
+	// Start-up: c's Pod carries a stale "true" from a previous life.
+	setLabel("c", "true")
+	instances := map[string]*fleet.Instance{}
+	for _, name := range names {
+		instances[name] = start(t, f, name)
+	}
+	all := func() []*fleet.Instance {
+		return []*fleet.Instance{instances["a"], instances["b"], instances["c"]}
+	}
+	leader := waitLeader(all()...)
+	onlyLeaderLabelled("start-up", leader)
+
+	// Handover: SIGTERM the leader; it takes its own label off on the way out.
+	if err := leader.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-leader.Exited()
+	rest := slices.DeleteFunc(all(), func(i *fleet.Instance) bool { return i == leader })
+	stopped := leader
+	leader = waitLeader(rest...)
+	onlyLeaderLabelled("handover", leader)
+	instances[stopped.Name] = start(t, f, stopped.Name)
+
+	// Failover: SIGKILL the leader; its "true" stays until the next leader
+	// clears it.
+	leader.Stop()
+	rest = slices.DeleteFunc(all(), func(i *fleet.Instance) bool { return i == leader })
+	killed := leader
+	leader = waitLeader(rest...)
+	onlyLeaderLabelled("failover", leader)
+
+	// Crash-restart: the killed instance comes back to a stale "true".
+	setLabel(killed.Name, "true")
+	instances[killed.Name] = start(t, f, killed.Name)
+	onlyLeaderLabelled("crash-restart", leader)
+	if leader != waitLeader(all()...) {
+		t.Fatal("leadership moved during the crash-restart")
+	}
+}

@@ -1,0 +1,79 @@
+package podlabel
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/elect"
+)
+
+// Source publishes the election state; *elect.Elector satisfies it.
+type Source interface {
+	Snapshot() *elect.Snapshot
+}
+
+// Config describes the label and the Pod that carries it.
+type Config struct {
+	// Pods patches and lists Pods (a typed client-go client).
+	Pods corev1client.PodsGetter
+	// Namespace and PodName locate this sidecar's own Pod (POD_NAMESPACE and
+	// POD_NAME from the downward API). Cleanup lists Pods in Namespace.
+	Namespace, PodName string
+	// Key is the label's key, e.g. "leasehold.io/leader"; its values are
+	// "true" and "false".
+	Key string
+	// Source is the election whose Snapshot.Leading the label follows.
+	Source Source
+
+	// RetryPeriod is the wait after a failed request (and bounds each
+	// request: max(RetryPeriod, 1s)).
+	RetryPeriod time.Duration
+	// Resync is how often the leader clears other Pods' stale true labels
+	// (and checks its own) while it leads, e.g. the lease duration.
+	Resync time.Duration
+
+	// Clock is the time source; nil means the real clock. It must be the
+	// Elector's clock: Snapshot.IsLeader is judged with it.
+	Clock clock.WithTicker
+	// Logger receives the Labeler's log lines; nil discards them.
+	Logger *slog.Logger
+	// Metrics receives the Labeler's metrics; nil means unregistered ones.
+	Metrics *Metrics
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Pods == nil:
+		return errors.New("podlabel: Pods client is required")
+	case c.Source == nil:
+		return errors.New("podlabel: Source is required")
+	case c.Namespace == "":
+		return errors.New("podlabel: the Pod's namespace is required (set POD_NAMESPACE from the downward API)")
+	case c.PodName == "":
+		return errors.New("podlabel: the Pod's name is required (set POD_NAME from the downward API)")
+	case c.RetryPeriod <= 0:
+		return fmt.Errorf("podlabel: retryPeriod %s must be positive", c.RetryPeriod)
+	case c.Resync <= 0:
+		return fmt.Errorf("podlabel: resync %s must be positive", c.Resync)
+	}
+	if errs := validation.IsQualifiedName(c.Key); len(errs) > 0 {
+		return fmt.Errorf("podlabel: label key %q is not a valid qualified name: %s", c.Key, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// requestTimeout bounds every API request of the loop, so that a
+// black-holed apiserver cannot stall it for longer than one period.
+func (c *Config) requestTimeout() time.Duration {
+	return max(c.RetryPeriod, time.Second)
+}
+
+// finalTimeout bounds the last write of false when Run's context ends.
+const finalTimeout = 2 * time.Second

@@ -1,0 +1,25 @@
+package podlabel
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/leasehold/leasehold/internal/kubetest"
+)
+
+var cluster *kubetest.Cluster
+
+// TestMain runs the tests against one real apiserver, then checks that no
+// goroutine outlived its test: every Run, Elector and Proxy has an end.
+// Connections that client-go's shared transports keep alive are ignored.
+func TestMain(m *testing.M) {
+	code := kubetest.Main(m, &cluster)
+	if code == 0 {
+		if err := kubetest.CheckGoroutines(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

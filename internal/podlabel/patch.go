@@ -1,0 +1,62 @@
+package podlabel
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// FieldManager names the Labeler's writes in the Pods' managedFields.
+const FieldManager = "leasehold-podlabel"
+
+// labelPatch is a JSON merge patch that sets key to value. With a
+// resourceVersion it is conditional: the apiserver answers 409 if the Pod
+// changed since that version, and does not retry it.
+func labelPatch(key string, value bool, resourceVersion string) []byte {
+	type meta struct {
+		ResourceVersion string            `json:"resourceVersion,omitempty"`
+		Labels          map[string]string `json:"labels"`
+	}
+	body, err := json.Marshal(struct {
+		Metadata meta `json:"metadata"`
+	}{meta{resourceVersion, map[string]string{key: strconv.FormatBool(value)}}})
+	if err != nil {
+		panic(err) // strings only: cannot fail
+	}
+	return body
+}
+
+// patchOwn sets the label on this sidecar's own Pod, unconditionally: this
+// instance alone decides its Pod's value. The caller bounds ctx.
+func (l *Labeler) patchOwn(ctx context.Context, value bool) error {
+	_, err := l.pods.Patch(ctx, l.cfg.PodName, types.MergePatchType, labelPatch(l.cfg.Key, value, ""), metav1.PatchOptions{FieldManager: FieldManager})
+	return err
+}
+
+// listLabeled returns the Pods of the namespace that carry <key>=true, read
+// consistently (resourceVersion unset: from etcd, or a cache proven fresh).
+func (l *Labeler) listLabeled(ctx context.Context) ([]corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.requestTimeout())
+	defer cancel()
+	list, err := l.pods.List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{l.cfg.Key: "true"}).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// clearStale sets another Pod's label to false, provided the Pod is still
+// at resourceVersion, the version the list saw it carry true.
+func (l *Labeler) clearStale(ctx context.Context, name, resourceVersion string) error {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.requestTimeout())
+	defer cancel()
+	_, err := l.pods.Patch(ctx, name, types.MergePatchType, labelPatch(l.cfg.Key, false, resourceVersion), metav1.PatchOptions{FieldManager: FieldManager})
+	return err
+}

@@ -1,0 +1,533 @@
+package podlabel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// Narrow unit tests on a fake clock and a fake clientset: they prove the
+// loop's timing and what it sends (a fake clientset cannot prove the
+// apiserver's rules, which the integration tests do).
+
+const (
+	unitNS     = "ns"
+	unitPod    = "a"
+	unitKey    = "leasehold.io/leader"
+	unitRetry  = 2 * time.Second
+	unitResync = 15 * time.Second
+)
+
+// publisherSource adapts a hand-driven Publisher to Source.
+type publisherSource struct{ *elect.Publisher }
+
+func (p publisherSource) Snapshot() *elect.Snapshot { return p.Load() }
+
+// idleRecorder counts the times the loop blocked, and with what timer.
+type idleRecorder struct {
+	mu    sync.Mutex
+	n     int
+	wake  time.Time
+	armed bool
+}
+
+func (r *idleRecorder) record(wake time.Time, armed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	r.wake, r.armed = wake, armed
+}
+
+func (r *idleRecorder) get() (int, time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n, r.wake, r.armed
+}
+
+type unitEnv struct {
+	t       *testing.T
+	clock   *clocktesting.FakeClock
+	cs      *fake.Clientset
+	pub     *elect.Publisher
+	metrics *Metrics
+	idle    idleRecorder
+	cancel  context.CancelFunc
+	done    chan error
+	term    fence.Token
+}
+
+// newUnitEnv creates Pods (name → label value, "" for none) in a fake
+// clientset, and a Publisher that stands in for the Elector.
+func newUnitEnv(t *testing.T, pods map[string]string) *unitEnv {
+	t.Helper()
+	var objs []runtime.Object
+	for name, v := range pods {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: unitNS}}
+		if v != "" {
+			p.Labels = map[string]string{unitKey: v}
+		}
+		objs = append(objs, p)
+	}
+	return &unitEnv{
+		t:       t,
+		clock:   clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)),
+		cs:      fake.NewClientset(objs...),
+		pub:     elect.NewPublisher(elect.Snapshot{Identity: "a"}),
+		metrics: NewMetrics(nil),
+		done:    make(chan error, 1),
+	}
+}
+
+// failPatches makes patches of pod fail while fail returns an error.
+func (e *unitEnv) failPatches(fail func(pod string) error) {
+	e.cs.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if err := fail(a.(k8stesting.PatchAction).GetName()); err != nil {
+			return true, nil, err
+		}
+		return false, nil, nil
+	})
+}
+
+func (e *unitEnv) start() {
+	e.t.Helper()
+	l, err := New(Config{
+		Pods: e.cs.CoreV1(), Namespace: unitNS, PodName: unitPod, Key: unitKey,
+		Source: publisherSource{e.pub}, RetryPeriod: unitRetry, Resync: unitResync,
+		Clock: e.clock, Metrics: e.metrics,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	l.idle = e.idle.record
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go func() { e.done <- l.Run(ctx) }()
+	e.t.Cleanup(func() { e.stop() })
+}
+
+// stop cancels Run and waits for it to return.
+func (e *unitEnv) stop() {
+	e.t.Helper()
+	e.cancel()
+	select {
+	case err := <-e.done:
+		if err != nil {
+			e.t.Errorf("Run: %v", err)
+		}
+		e.done <- nil
+	case <-time.After(10 * time.Second):
+		e.t.Fatal("Run did not return after cancel")
+	}
+}
+
+// lead publishes a new term (valid for an hour of fake time); follow ends it.
+func (e *unitEnv) lead() {
+	e.term++
+	e.pub.Publish(elect.Snapshot{Identity: "a", Leading: true, Holder: "a", Token: e.term, ValidUntil: e.clock.Now().Add(time.Hour)})
+}
+
+func (e *unitEnv) follow() { e.pub.Publish(elect.Snapshot{Identity: "a", Holder: "b"}) }
+
+// waitIdle waits (in real time) until the loop has blocked more than after
+// times, and returns the count and its timer.
+func (e *unitEnv) waitIdle(after int) (int, time.Time, bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if n, wake, armed := e.idle.get(); n > after {
+			return n, wake, armed
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the loop never blocked again after %d times; actions %v", after, e.describe())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// act does something to the loop and waits until it has blocked again.
+func (e *unitEnv) act(do func()) (time.Time, bool) {
+	e.t.Helper()
+	n, _, _ := e.idle.get()
+	do()
+	_, wake, armed := e.waitIdle(n)
+	return wake, armed
+}
+
+type sent struct {
+	verb, pod, value, rv string
+}
+
+// sent returns the pod requests sent so far: patches with their label
+// value and resourceVersion precondition, and lists.
+func (e *unitEnv) sent() []sent {
+	e.t.Helper()
+	var out []sent
+	for _, a := range e.cs.Actions() {
+		if a.GetResource() != (schema.GroupVersionResource{Version: "v1", Resource: "pods"}) {
+			continue
+		}
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			var p struct {
+				Metadata struct {
+					ResourceVersion string            `json:"resourceVersion"`
+					Labels          map[string]string `json:"labels"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(a.GetPatch(), &p); err != nil {
+				e.t.Fatalf("patch %s is not JSON: %v", a.GetPatch(), err)
+			}
+			out = append(out, sent{"patch", a.GetName(), p.Metadata.Labels[unitKey], p.Metadata.ResourceVersion})
+		case k8stesting.ListAction:
+			if sel := a.GetListRestrictions().Labels.String(); sel != unitKey+"=true" {
+				e.t.Errorf("list with selector %q", sel)
+			}
+			out = append(out, sent{verb: "list"})
+		}
+	}
+	return out
+}
+
+func (e *unitEnv) describe() string {
+	var b strings.Builder
+	for _, s := range e.sent() {
+		b.WriteString(s.verb + " " + s.pod + "=" + s.value + "; ")
+	}
+	return b.String()
+}
+
+func (e *unitEnv) label(pod string) string {
+	e.t.Helper()
+	p, err := e.cs.CoreV1().Pods(unitNS).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p.Labels[unitKey]
+}
+
+func patchOf(pod, value string) sent { return sent{verb: "patch", pod: pod, value: value} }
+
+var list = sent{verb: "list"}
+
+func expectSent(t *testing.T, got []sent, want ...sent) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("sent %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].verb != want[i].verb || got[i].pod != want[i].pod || got[i].value != want[i].value {
+			t.Fatalf("sent %v, want %v", got, want)
+		}
+	}
+}
+
+// At start the value on the Pod is unknown (a crash may have left true):
+// the follower writes false at once. Then, with nothing changing, it arms no
+// timer at all: it writes and lists nothing however much time passes.
+func TestStartupRepairsOnceThenStaysQuiet(t *testing.T) {
+	e := newUnitEnv(t, map[string]string{unitPod: "true"})
+	e.start()
+	_, _, armed := e.waitIdle(0)
+	if armed {
+		t.Fatal("follower with its label written armed a timer")
+	}
+	expectSent(t, e.sent(), patchOf(unitPod, "false"))
+	if got := e.label(unitPod); got != "false" {
+		t.Fatalf("label %q after the start-up repair, want false", got)
+	}
+	// A renewal (which does not even wake the loop) and a day of time
+	// change nothing.
+	e.pub.Publish(elect.Snapshot{Identity: "a", RenewedAt: e.clock.Now()})
+	e.clock.Step(24 * time.Hour)
+	if e.clock.HasWaiters() {
+		t.Fatal("the loop waits on the clock while nothing is due")
+	}
+	e.act(func() { e.follow() }) // a change of holder, still following
+	expectSent(t, e.sent(), patchOf(unitPod, "false"))
+	if g := value(e.metrics.leader); g != 0 {
+		t.Errorf("leader gauge %v, want 0", g)
+	}
+}
+
+// A failed write is retried after RetryPeriod, not before, and what is
+// written then is the latest desired value: the changes that arrived in
+// between are coalesced into one write.
+func TestRetryAfterFailureWritesOnlyTheLatestValue(t *testing.T) {
+	e := newUnitEnv(t, map[string]string{unitPod: ""})
+	var mu sync.Mutex
+	failing := true
+	e.failPatches(func(string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return errors.New("connection reset by peer")
+		}
+		return nil
+	})
+	start := e.clock.Now()
+	e.start()
+	_, wake, armed := e.waitIdle(0)
+	if !armed || !wake.Equal(start.Add(unitRetry)) {
+		t.Fatalf("after a failed write the loop waits until %v (armed %v); want %v", wake, armed, start.Add(unitRetry))
+	}
+	if f := value(e.metrics.failures); f != 1 {
+		t.Fatalf("failures %v, want 1", f)
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+
+	for _, change := range []func(){e.lead, e.follow, e.lead, e.follow, e.lead} {
+		if wake, _ := e.act(change); !wake.Equal(start.Add(unitRetry)) {
+			t.Fatalf("a change moved the retry to %v", wake)
+		}
+	}
+	e.clock.Step(unitRetry - time.Nanosecond)
+	e.act(e.follow) // still before the retry: nothing is sent
+	e.act(e.lead)
+	expectSent(t, e.sent(), patchOf(unitPod, "false"))
+
+	e.act(func() { e.clock.Step(time.Nanosecond) })
+	expectSent(t, e.sent(), patchOf(unitPod, "false"), patchOf(unitPod, "true"), list)
+	if got := e.label(unitPod); got != "true" {
+		t.Fatalf("label %q, want true", got)
+	}
+	if g := value(e.metrics.leader); g != 1 {
+		t.Errorf("leader gauge %v, want 1", g)
+	}
+}
+
+// When the context ends, the Labeler writes false once more if the Pod may
+// carry true (true written, or a write that failed), and not otherwise.
+func TestFinalFalseOnContextEnd(t *testing.T) {
+	t.Run("leader", func(t *testing.T) {
+		e := newUnitEnv(t, map[string]string{unitPod: ""})
+		e.lead()
+		e.start()
+		e.waitIdle(0)
+		expectSent(t, e.sent(), patchOf(unitPod, "true"), list)
+		e.stop()
+		expectSent(t, e.sent(), patchOf(unitPod, "true"), list, patchOf(unitPod, "false"))
+		if got := e.label(unitPod); got != "false" {
+			t.Fatalf("label %q after shutdown, want false", got)
+		}
+		if g := value(e.metrics.leader); g != 0 {
+			t.Errorf("leader gauge %v after shutdown, want 0", g)
+		}
+	})
+	t.Run("follower", func(t *testing.T) {
+		e := newUnitEnv(t, map[string]string{unitPod: ""})
+		e.start()
+		e.waitIdle(0)
+		e.stop()
+		expectSent(t, e.sent(), patchOf(unitPod, "false"))
+	})
+	t.Run("after a failed write", func(t *testing.T) {
+		e := newUnitEnv(t, map[string]string{unitPod: "true"})
+		var calls int
+		e.failPatches(func(string) error {
+			calls++ // the loop's goroutine alone patches
+			if calls == 1 {
+				return apierrors.NewServiceUnavailable("etcd leader changed")
+			}
+			return nil
+		})
+		e.start()
+		e.waitIdle(0)
+		e.stop()
+		expectSent(t, e.sent(), patchOf(unitPod, "false"), patchOf(unitPod, "false"))
+		if got := e.label(unitPod); got != "false" {
+			t.Fatalf("label %q after shutdown, want false", got)
+		}
+	})
+}
+
+// The leader lists (and clears) when its term starts and every Resync while
+// it leads; a follower never lists.
+func TestResyncListsOnlyWhileLeading(t *testing.T) {
+	e := newUnitEnv(t, map[string]string{unitPod: ""})
+	e.start()
+	e.waitIdle(0)
+	e.clock.Step(3 * unitResync)
+	expectSent(t, e.sent(), patchOf(unitPod, "false"))
+
+	wake, armed := e.act(e.lead)
+	expectSent(t, e.sent(), patchOf(unitPod, "false"), patchOf(unitPod, "true"), list)
+	if !armed || !wake.Equal(e.clock.Now().Add(unitResync)) {
+		t.Fatalf("leader's next wake %v (armed %v), want now + resync", wake, armed)
+	}
+	e.act(func() { e.clock.Step(unitResync) })
+	expectSent(t, e.sent(), patchOf(unitPod, "false"), patchOf(unitPod, "true"), list, list)
+
+	// A new term without a step-down the loop saw (coalesced) counts as a
+	// new term: clear at once.
+	e.act(e.lead)
+	expectSent(t, e.sent(), patchOf(unitPod, "false"), patchOf(unitPod, "true"), list, list, list)
+
+	_, armed = e.act(e.follow)
+	if armed {
+		t.Fatal("follower armed a timer")
+	}
+	e.clock.Step(3 * unitResync)
+	e.act(func() { e.pub.Publish(elect.Snapshot{Identity: "a", Holder: "c"}) })
+	expectSent(t, e.sent(), patchOf(unitPod, "false"), patchOf(unitPod, "true"), list, list, list, patchOf(unitPod, "false"))
+}
+
+// The leader's Snapshot can say Leading after its validity ran out, until
+// the Elector publishes the step-down: the own value follows Leading, but
+// no other Pod is touched without valid leadership.
+func TestCleanupNeedsValidLeadership(t *testing.T) {
+	e := newUnitEnv(t, map[string]string{unitPod: "", "b": "true"})
+	e.pub.Publish(elect.Snapshot{Identity: "a", Leading: true, Holder: "a", Token: 1, ValidUntil: e.clock.Now()})
+	e.start()
+	_, wake, armed := e.waitIdle(0)
+	expectSent(t, e.sent(), patchOf(unitPod, "true"))
+	if !armed || !wake.Equal(e.clock.Now().Add(unitRetry)) {
+		t.Fatalf("wake %v (armed %v), want a check after retryPeriod", wake, armed)
+	}
+	e.act(func() { e.follow() })
+	expectSent(t, e.sent(), patchOf(unitPod, "true"), patchOf(unitPod, "false"))
+	if got := e.label("b"); got != "true" {
+		t.Fatalf("b's label %q: touched without valid leadership", got)
+	}
+}
+
+// Cleanup sets every other Pod that carries true to false, conditional on
+// the listed resourceVersion, and leaves the own Pod and the others alone.
+// A conflict (the Pod changed since the list) brings the next cleanup
+// forward to RetryPeriod. If the own Pod no longer carries true, the
+// leader writes it again.
+func TestCleanupClearsOthersAndRestoresOwn(t *testing.T) {
+	e := newUnitEnv(t, map[string]string{unitPod: "", "b": "true", "c": "true", "d": "false", "e": ""})
+	conflictOnce := true
+	e.failPatches(func(pod string) error {
+		if pod == "c" && conflictOnce {
+			conflictOnce = false
+			return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "c", errors.New("the object has been modified"))
+		}
+		return nil
+	})
+	e.lead()
+	e.start()
+	_, wake, _ := e.waitIdle(0)
+	got := e.sent()
+	expectSent(t, got, patchOf(unitPod, "true"), list, patchOf("b", "false"), patchOf("c", "false"))
+	if got[0].rv != "" {
+		t.Errorf("own patch carries a precondition %q", got[0].rv)
+	}
+	if !wake.Equal(e.clock.Now().Add(unitRetry)) {
+		t.Fatalf("after a conflict the next cleanup is at %v, want now + retryPeriod", wake)
+	}
+	e.act(func() { e.clock.Step(unitRetry) })
+	expectSent(t, e.sent()[4:], list, patchOf("c", "false"))
+	for pod, want := range map[string]string{unitPod: "true", "b": "false", "c": "false", "d": "false", "e": ""} {
+		if got := e.label(pod); got != want {
+			t.Errorf("pod %s: label %q, want %q", pod, got, want)
+		}
+	}
+	if c := value(e.metrics.cleared); c != 2 {
+		t.Errorf("cleared %v, want 2", c)
+	}
+	if f := value(e.metrics.failures); f != 0 {
+		t.Errorf("failures %v, want 0 (a conflict is not a failure)", f)
+	}
+
+	// Someone sets the leader's own label to false: the next resync sees it
+	// missing from the list and writes true again.
+	if _, err := e.cs.CoreV1().Pods(unitNS).Patch(context.Background(), unitPod, "application/merge-patch+json",
+		[]byte(`{"metadata":{"labels":{"`+unitKey+`":"false"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(e.sent())
+	e.act(func() { e.clock.Step(unitResync) })
+	expectSent(t, e.sent()[before:], list, patchOf(unitPod, "true"))
+	if got := e.label(unitPod); got != "true" {
+		t.Errorf("own label %q after resync, want true", got)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	good := func() Config {
+		return Config{
+			Pods: fake.NewClientset().CoreV1(), Namespace: "ns", PodName: "p", Key: "leasehold.io/leader",
+			Source: publisherSource{elect.NewPublisher(elect.Snapshot{})}, RetryPeriod: time.Second, Resync: time.Second,
+		}
+	}
+	if _, err := New(good()); err != nil {
+		t.Fatalf("good config: %v", err)
+	}
+	for name, change := range map[string]func(*Config){
+		"no client":          func(c *Config) { c.Pods = nil },
+		"no source":          func(c *Config) { c.Source = nil },
+		"no namespace":       func(c *Config) { c.Namespace = "" },
+		"no pod name":        func(c *Config) { c.PodName = "" },
+		"empty key":          func(c *Config) { c.Key = "" },
+		"key with a space":   func(c *Config) { c.Key = "leader label" },
+		"key with two slash": func(c *Config) { c.Key = "a/b/c" },
+		"bad prefix":         func(c *Config) { c.Key = "Leasehold_IO/leader" },
+		"zero retry":         func(c *Config) { c.RetryPeriod = 0 },
+		"zero resync":        func(c *Config) { c.Resync = 0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := good()
+			change(&c)
+			if _, err := New(c); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}
+
+// value reads a gauge or counter. (prometheus/testutil would need
+// github.com/kylelemons/godebug in go.mod; client_model is read instead.)
+func value(c prometheus.Metric) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
+	}
+	if m.Gauge != nil {
+		return m.Gauge.GetValue()
+	}
+	return m.Counter.GetValue()
+}
+
+func TestMetricsAreRegisteredUnderTheirNames(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewMetrics(reg)
+	m.failures.Inc()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]dto.MetricType{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = mf.GetType()
+	}
+	for name, kind := range map[string]dto.MetricType{
+		"leasehold_pod_label_leader":         dto.MetricType_GAUGE,
+		"leasehold_pod_label_failures_total": dto.MetricType_COUNTER,
+		"leasehold_pod_label_cleared_total":  dto.MetricType_COUNTER,
+	} {
+		if k, ok := got[name]; !ok || k != kind {
+			t.Errorf("%s: registered %v (%v), want %v", name, ok, k, kind)
+		}
+	}
+}
