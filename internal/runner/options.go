@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults of the command line.
+const (
+	DefaultSidecar = "http://127.0.0.1:4040"
+	DefaultGrace   = 3 * time.Second
+	// DefaultStartMargin is how much longer than grace the start delay is
+	// by default: time for the previous holder's runner to learn of its
+	// loss (one long-poll answer on loopback) and for its SIGKILL timer to
+	// fire on a loaded node.
+	DefaultStartMargin = time.Second
+)
+
+// Usage is the synopsis of `leasehold run`.
+const Usage = "usage: leasehold run [--sidecar URL] [--grace DURATION] [--start-delay DURATION] -- COMMAND [ARG...]"
+
+// Options are what the command line of `leasehold run` sets.
+type Options struct {
+	// Sidecar is the base URL of the sidecar's API listener.
+	Sidecar *url.URL
+	// Grace is the time between SIGTERM and SIGKILL when the command is
+	// stopped.
+	Grace time.Duration
+	// StartDelay is how long this instance must be seen leading one term
+	// before the command starts; longer than Grace (see the package doc).
+	StartDelay time.Duration
+	// Command is the command to run and its arguments; never empty.
+	Command []string
+}
+
+// UsageError is a command line that breaks a rule. Its message is one line
+// that names the flag or argument and the rule.
+type UsageError struct{ msg string }
+
+func (e *UsageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{msg: "leasehold run: " + fmt.Sprintf(format, args...)}
+}
+
+// ParseArgs parses the arguments that follow `run`. It returns a
+// *UsageError for a command line that breaks a rule, and flag.ErrHelp for
+// -h or --help (print PrintDefaults then).
+func ParseArgs(args []string) (Options, error) {
+	fs, sidecar, grace, startDelay := flagSet()
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Options{}, err
+		}
+		return Options{}, usagef("%v", err)
+	}
+	rest := fs.Args()
+	consumed := len(args) - len(rest)
+	if consumed == 0 || args[consumed-1] != "--" {
+		return Options{}, usagef("missing -- before the command (%s)", Usage)
+	}
+	if len(rest) == 0 || rest[0] == "" {
+		return Options{}, usagef("missing command after -- (%s)", Usage)
+	}
+	u, err := sidecarURL(*sidecar)
+	if err != nil {
+		return Options{}, err
+	}
+	if *grace <= 0 {
+		return Options{}, usagef("--grace %s: must be positive", *grace)
+	}
+	delay := *startDelay
+	if delay == 0 {
+		delay = *grace + DefaultStartMargin
+	} else if delay <= *grace {
+		return Options{}, usagef("--start-delay %s: must be longer than --grace (%s), so that a predecessor stopped at a handover has been SIGKILLed before this command starts", delay, *grace)
+	}
+	return Options{Sidecar: u, Grace: *grace, StartDelay: delay, Command: rest}, nil
+}
+
+// PrintDefaults writes the synopsis and the flags to w.
+func PrintDefaults(w io.Writer) {
+	fs, _, _, _ := flagSet()
+	fs.SetOutput(w)
+	fmt.Fprintln(w, Usage)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Runs COMMAND while this instance leads, as its sidecar reports (docs/run.md).")
+	fmt.Fprintln(w)
+	fs.PrintDefaults()
+}
+
+func flagSet() (*flag.FlagSet, *string, *time.Duration, *time.Duration) {
+	fs := flag.NewFlagSet("leasehold run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by the caller, on one line
+	sidecar := fs.String("sidecar", DefaultSidecar, "base `URL` of the leasehold sidecar's API")
+	grace := fs.Duration("grace", DefaultGrace, "time between SIGTERM and SIGKILL when the command is stopped")
+	startDelay := fs.Duration("start-delay", 0,
+		"how long this instance must be seen leading before the command starts; longer than --grace (default --grace + 1s)")
+	return fs, sidecar, grace, startDelay
+}
+
+// sidecarURL checks the --sidecar value: http or https, a host, no path
+// beyond "/", no query or fragment.
+func sidecarURL(raw string) (*url.URL, error) {
+	const rule = "want an http:// or https:// URL with a host and no path, such as " + DefaultSidecar
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, usagef("--sidecar %q: %s", raw, rule)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return u, nil
+}

@@ -1,0 +1,183 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/httpapi"
+)
+
+// Bounds of the long-poll wait the runner asks for.
+const (
+	minWait = 50 * time.Millisecond
+	maxWait = 5 * time.Minute
+)
+
+// Retrying an unreachable sidecar: the first retry after minBackoff, then
+// doubling up to maxBackoff.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// requestSlack is added to a watch's wait (and the server's jitter, at most
+// wait/16) to time out a request that the sidecar does not answer.
+const requestSlack = 5 * time.Second
+
+// maxBody bounds the status body read from the sidecar.
+const maxBody = 1 << 20
+
+// sidecar is the client of the sidecar's GET /v1/watch.
+type sidecar struct {
+	base   *url.URL
+	client *http.Client
+}
+
+func newSidecar(base *url.URL, client *http.Client) *sidecar {
+	if client == nil {
+		// A sidecar in the same pod is never reached through a proxy, and
+		// the app's HTTP_PROXY must not say otherwise.
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.Proxy = nil
+		client = &http.Client{Transport: transport}
+	}
+	return &sidecar{base: base, client: client}
+}
+
+// watch asks GET /v1/watch?wait=wait[&index=index] and decodes the status.
+// It gives up after wait plus the server's jitter plus requestSlack.
+func (s *sidecar) watch(ctx context.Context, index uint64, hasIndex bool, wait time.Duration) (httpapi.Status, error) {
+	q := url.Values{"wait": {wait.String()}}
+	if hasIndex {
+		q.Set("index", strconv.FormatUint(index, 10))
+	}
+	u := *s.base
+	u.Path += "/v1/watch"
+	u.RawQuery = q.Encode()
+	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+requestSlack)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return httpapi.Status{}, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return httpapi.Status{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return httpapi.Status{}, fmt.Errorf("GET %s: read the answer: %w", u.Redacted(), err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return httpapi.Status{}, fmt.Errorf("GET %s: status %d: %.200s", u.Redacted(), resp.StatusCode, body)
+	}
+	var st httpapi.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return httpapi.Status{}, fmt.Errorf("GET %s: decode the status: %w", u.Redacted(), err)
+	}
+	return st, nil
+}
+
+// answer is one status from the sidecar, with the runner's clock reading
+// taken just before the request that got it was sent: the sidecar computed
+// it later, so sent + validForMs never overstates the validity.
+type answer struct {
+	status  httpapi.Status
+	sent    time.Time
+	indexed bool // the request had an index: it may have blocked
+}
+
+// watcher keeps at most one watch request in flight, on a goroutine of its
+// own, so that the runner's loop never blocks on the sidecar: its timers
+// fire whether or not the sidecar answers. A request retries, with a short
+// backoff, until the sidecar answers or the watcher is closed.
+type watcher struct {
+	sidecar *sidecar
+	clock   clock.Clock
+	log     *slog.Logger
+
+	results chan answer // capacity 1: a finished request never blocks
+
+	busy     bool // a request is in flight, or its answer is unread
+	index    uint64
+	hasIndex bool
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+func newWatcher(s *sidecar, clk clock.Clock, log *slog.Logger) *watcher {
+	return &watcher{sidecar: s, clock: clk, log: log, results: make(chan answer, 1)}
+}
+
+// ask sends a watch request with wait, from the last index seen (or, when
+// fresh, without an index: the sidecar answers at once), unless one is
+// already in flight. It reports whether it sent one.
+func (w *watcher) ask(ctx context.Context, wait time.Duration, fresh bool) bool {
+	if w.busy {
+		return false
+	}
+	w.busy = true
+	ctx, w.cancel = context.WithCancel(ctx)
+	index, hasIndex := w.index, w.hasIndex && !fresh
+	w.wg.Go(func() { w.fetch(ctx, index, hasIndex, wait) })
+	return true
+}
+
+// received records an answer taken from results: the next request watches
+// from its index.
+func (w *watcher) received(a answer) {
+	w.busy = false
+	w.cancel()
+	w.index, w.hasIndex = a.status.Index, true
+}
+
+// close cancels the request in flight, if any, waits for its goroutine, and
+// closes idle connections.
+func (w *watcher) close() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+	w.wg.Wait()
+	w.sidecar.client.CloseIdleConnections()
+}
+
+// fetch asks until the sidecar answers, then delivers the answer. It ends
+// when ctx does.
+func (w *watcher) fetch(ctx context.Context, index uint64, hasIndex bool, wait time.Duration) {
+	backoff := minBackoff
+	for attempt := 1; ; attempt++ {
+		sent := w.clock.Now()
+		st, err := w.sidecar.watch(ctx, index, hasIndex, wait)
+		if err == nil {
+			if attempt > 1 {
+				w.log.Info("sidecar answers again", "attempts", attempt)
+			}
+			w.results <- answer{status: st, sent: sent, indexed: hasIndex}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("sidecar did not answer; retrying", "err", err, "attempt", attempt, "retryIn", backoff)
+		timer := w.clock.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C():
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}

@@ -1,0 +1,479 @@
+package run
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/kubetest"
+)
+
+// runner is one `leasehold run` process.
+type runner struct {
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{}
+}
+
+// startRunner starts `leasehold run --sidecar <sidecar> --grace <grace>
+// --start-delay <startDelay> -- command...` with env (plus PATH), its output in logPath. When the test
+// ends it is sent SIGTERM, and SIGKILL if it has not exited generous later.
+func startRunner(t *testing.T, sidecar, logPath string, env []string, command ...string) *runner {
+	t.Helper()
+	args := append([]string{"run", "--sidecar", sidecar, "--grace", grace.String(), "--start-delay", startDelay.String(), "--"}, command...)
+	out, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{cmd: exec.Command(binary, args...), log: logPath, exited: make(chan struct{})}
+	r.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	r.cmd.Stdout, r.cmd.Stderr = out, out
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		out.Close()
+		t.Fatal(err)
+	}
+	go func() {
+		_ = r.cmd.Wait() // the status is read from ProcessState
+		out.Close()
+		close(r.exited)
+	}()
+	t.Cleanup(func() {
+		if r.running() {
+			_ = r.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		select {
+		case <-r.exited:
+		case <-time.After(generous):
+			t.Errorf("runner %s still running %v after SIGTERM", logPath, generous)
+			_ = r.cmd.Process.Kill()
+			<-r.exited
+		}
+	})
+	return r
+}
+
+func (r *runner) running() bool {
+	select {
+	case <-r.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// exitCode waits (at most within) for the runner to exit and returns its
+// exit status.
+func (r *runner) exitCode(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-r.exited:
+		return r.cmd.ProcessState.ExitCode()
+	case <-time.After(within):
+		t.Fatalf("runner still running after %v; log:\n%s", within, logTail(r.log, 20))
+		return 0
+	}
+}
+
+// member is one sidecar, the runner next to it, and what a sampler saw of
+// the sidecar's status.
+type member struct {
+	name   string
+	inst   *fleet.Instance
+	runner *runner
+	beats  string // the beater's file
+
+	mu      sync.Mutex
+	samples []sample
+}
+
+// sample is one GET /v1/status answer, received within [sent, recv].
+type sample struct {
+	sent, recv time.Time
+	st         httpapi.Status
+}
+
+func (m *member) record(s sample) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.samples = append(m.samples, s)
+}
+
+// term is what the sampler saw of one term of a member.
+type term struct {
+	acquiredAt time.Time // as reported
+	validUntil time.Time // the latest reported
+	lastLeader time.Time // recv of the last leader:true sample
+}
+
+// terms returns, by token, the terms the member reported while leader.
+func (m *member) terms(t *testing.T) map[fence.Token]*term {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[fence.Token]*term{}
+	for _, s := range m.samples {
+		if !s.st.Leader {
+			continue
+		}
+		tm := out[s.st.FencingToken]
+		if tm == nil {
+			tm = &term{acquiredAt: parseTime(t, s.st.AcquiredAt)}
+			out[s.st.FencingToken] = tm
+		}
+		tm.validUntil = later(tm.validUntil, parseTime(t, s.st.ValidUntil))
+		tm.lastLeader = s.recv
+	}
+	return out
+}
+
+// trial is one test's namespace and Lease, its members and their samplers.
+type trial struct {
+	t       *testing.T
+	cfg     fleet.Config
+	members []*member
+
+	ctx      context.Context
+	stop     context.CancelFunc
+	samplers sync.WaitGroup
+}
+
+func newTrial(t *testing.T) *trial {
+	ns, err := kubetest.Require(t, cluster).CreateNamespace(t.Context(), "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	tr := &trial{
+		t: t,
+		cfg: fleet.Config{
+			Binary: binary, Cluster: cluster, Namespace: ns, Lease: "app",
+			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+			Dir: t.TempDir(),
+		},
+		ctx: ctx, stop: stop,
+	}
+	t.Cleanup(tr.stopSampling) // runs last: after every runner and sidecar has stopped
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range tr.members {
+				t.Logf("--- %s sidecar log tail:\n%s\n--- %s runner log tail:\n%s",
+					m.name, logTail(m.inst.LogPath, 15), m.name, logTail(m.runner.log, 15))
+			}
+		}
+	})
+	return tr
+}
+
+// start launches a sidecar named name (through its own proxy with
+// viaProxy), a runner next to it that runs the beater with env, and a
+// sampler of the sidecar's status.
+func (tr *trial) start(name string, viaProxy bool, env ...string) *member {
+	tr.t.Helper()
+	inst, err := tr.cfg.Start(tr.t.Context(), name, viaProxy)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	tr.t.Cleanup(inst.Stop)
+	m := &member{name: name, inst: inst, beats: filepath.Join(tr.cfg.Dir, name+".beats")}
+	m.runner = startRunner(tr.t, inst.APIURL, filepath.Join(tr.cfg.Dir, name+".runner.log"),
+		append([]string{"BEAT_FILE=" + m.beats}, env...), beater)
+	tr.members = append(tr.members, m)
+	tr.samplers.Go(func() { tr.sample(m) })
+	return m
+}
+
+// sample polls m's /v1/status every 10 ms until the trial stops sampling
+// or the sidecar exits.
+func (tr *trial) sample(m *member) {
+	for tr.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(tr.ctx, time.Second)
+		sent := time.Now()
+		st, err := m.inst.Status(ctx)
+		cancel()
+		if err == nil {
+			m.record(sample{sent: sent, recv: time.Now(), st: st})
+		}
+		select {
+		case <-tr.ctx.Done():
+		case <-m.inst.Exited():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (tr *trial) stopSampling() {
+	tr.stop()
+	tr.samplers.Wait()
+}
+
+// beat is one line of a beater.
+type beat struct {
+	at    time.Time
+	token fence.Token
+}
+
+// beatsOf reads a beater's file: its beats, and when it got SIGTERM.
+func beatsOf(t *testing.T, path string) (beats []beat, sigterms []time.Time) {
+	t.Helper()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 3 && fields[0] == "#" && fields[1] == "SIGTERM" {
+			sigterms = append(sigterms, unixNanos(t, fields[2]))
+			continue
+		}
+		if len(fields) != 3 {
+			t.Fatalf("%s: malformed line %q", path, sc.Text())
+		}
+		tok, err := strconv.ParseUint(fields[1], 10, 64)
+		if err != nil || tok == 0 {
+			t.Fatalf("%s: line %q: token %q is not a token", path, sc.Text(), fields[1])
+		}
+		beats = append(beats, beat{at: unixNanos(t, fields[0]), token: fence.Token(tok)})
+	}
+	return beats, sigterms
+}
+
+// run is a stretch of consecutive beats of one member under one token.
+type run struct {
+	m           *member
+	token       fence.Token
+	first, last time.Time
+	beats       int
+}
+
+func (r run) String() string {
+	return fmt.Sprintf("%s:%d [%s, %s] (%d beats)", r.m.name, r.token, clock(r.first), clock(r.last), r.beats)
+}
+
+// runsOf groups m's beats into runs.
+func runsOf(t *testing.T, m *member) []run {
+	beats, _ := beatsOf(t, m.beats)
+	var runs []run
+	for _, b := range beats {
+		if n := len(runs); n > 0 && runs[n-1].token == b.token {
+			runs[n-1].last = b.at
+			runs[n-1].beats++
+			continue
+		}
+		runs = append(runs, run{m: m, token: b.token, first: b.at, last: b.at, beats: 1})
+	}
+	return runs
+}
+
+// allRuns returns every member's runs, by start.
+func (tr *trial) allRuns() []run {
+	var all []run
+	for _, m := range tr.members {
+		all = append(all, runsOf(tr.t, m)...)
+	}
+	slices.SortFunc(all, func(a, b run) int { return a.first.Compare(b.first) })
+	return all
+}
+
+// awaitRun waits for a run with a token above after, by a member other
+// than not (if not nil), and returns it.
+func (tr *trial) awaitRun(after fence.Token, not *member) run {
+	tr.t.Helper()
+	deadline := time.Now().Add(generous)
+	for {
+		for _, r := range tr.allRuns() {
+			if r.token > after && r.m != not {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			tr.t.Fatalf("no command ran with a token above %d within %v; runs: %v", after, generous, tr.allRuns())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// awaitStopped waits for m's runner to log that it stopped the command as
+// many times as the command ran.
+func (tr *trial) awaitStopped(m *member) {
+	tr.t.Helper()
+	deadline := time.Now().Add(generous)
+	for {
+		data, _ := os.ReadFile(m.runner.log)
+		if strings.Count(string(data), `msg="command stopped"`) >= len(runsOf(tr.t, m)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tr.t.Fatalf("%s: the runner did not stop the command within %v", m.name, generous)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// awaitBeats waits until m has beaten n times under token.
+func (tr *trial) awaitBeats(m *member, token fence.Token, n int) {
+	tr.t.Helper()
+	deadline := time.Now().Add(generous)
+	for {
+		for _, r := range runsOf(tr.t, m) {
+			if r.token == token && r.beats >= n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			tr.t.Fatalf("%s did not beat %d times under token %d within %v", m.name, n, token, generous)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stopReason returns the reason m's runner last logged for stopping the
+// command.
+func stopReason(m *member) string {
+	data, _ := os.ReadFile(m.runner.log)
+	reason := "(none logged)"
+	for line := range strings.Lines(string(data)) {
+		if _, after, ok := strings.Cut(line, `msg="stopping the command`); ok {
+			if _, r, ok := strings.Cut(after, `reason="`); ok {
+				reason, _, _ = strings.Cut(r, `"`)
+			}
+		}
+	}
+	return reason
+}
+
+// checkRunsWhileLeading checks every run of every member: its token is one
+// that member's sidecar reported while leader, its first beat is at least
+// the start delay after the term was acquired, and its last is no later than the
+// term's validity plus grace plus slack.
+func (tr *trial) checkRunsWhileLeading() {
+	tr.t.Helper()
+	for _, m := range tr.members {
+		terms := m.terms(tr.t)
+		for _, r := range runsOf(tr.t, m) {
+			tm, ok := terms[r.token]
+			if !ok {
+				tr.t.Errorf("%v: %s never reported leading with token %d", r, m.name, r.token)
+				continue
+			}
+			if r.first.Before(tm.acquiredAt.Add(startDelay)) {
+				tr.t.Errorf("%v began %v after the term was acquired (%s), before the start delay %v",
+					r, r.first.Sub(tm.acquiredAt), clock(tm.acquiredAt), startDelay)
+			}
+			if bound := tm.validUntil.Add(grace + slack); r.last.After(bound) {
+				tr.t.Errorf("%v ran until %v after the term's last reported validity (%s)",
+					r, r.last.Sub(tm.validUntil), clock(tm.validUntil))
+			}
+		}
+	}
+}
+
+// checkNoOverlap checks that no beat of one member lies between the first
+// and last beat of a run of another, and logs the runs and their gaps.
+func (tr *trial) checkNoOverlap() []run {
+	tr.t.Helper()
+	runs := tr.allRuns()
+	for i, a := range runs {
+		for _, b := range runs[i+1:] {
+			if a.m != b.m && !b.first.After(a.last) {
+				tr.t.Errorf("runs overlap by %v: %v and %v", a.last.Sub(b.first), a, b)
+			}
+		}
+	}
+	var desc []string
+	for i, r := range runs {
+		if i > 0 {
+			desc = append(desc, fmt.Sprintf("-(%v)->", r.first.Sub(runs[i-1].last).Round(time.Millisecond)))
+		}
+		desc = append(desc, r.String())
+	}
+	tr.t.Logf("runs: %s", strings.Join(desc, " "))
+	return runs
+}
+
+// checkRunnersRunning checks that every runner still runs: a runner is a
+// supervisor, it never exits because leadership ended.
+func (tr *trial) checkRunnersRunning() {
+	tr.t.Helper()
+	for _, m := range tr.members {
+		if !m.runner.running() {
+			tr.t.Errorf("%s: runner exited (%v); it must wait for leadership again", m.name, m.runner.cmd.ProcessState)
+		}
+	}
+}
+
+// release asks m's sidecar to give up leadership (POST /v1/release).
+func release(t *testing.T, m *member) {
+	t.Helper()
+	resp, err := http.Post(m.inst.APIURL+"/v1/release", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/release: %d", resp.StatusCode)
+	}
+}
+
+func parseTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	if s == "" {
+		return time.Time{}
+	}
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+func unixNanos(t *testing.T, s string) time.Time {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("timestamp %q: %v", s, err)
+	}
+	return time.Unix(0, n)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func clock(at time.Time) string { return at.Format("15:04:05.000") }
+
+// logTail returns the last lines of a log file.
+func logTail(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
