@@ -117,6 +117,37 @@ var ciExpectations = map[string]expectation{
 			})
 		},
 	},
+	"run-mode-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: true,
+		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
+		check: func(t *testing.T, sidecar, app *corev1.Container, d *appsv1.Deployment) {
+			spec := d.Spec.Template.Spec
+			if len(spec.InitContainers) != 2 || spec.InitContainers[0].Name != "leasehold-install" {
+				t.Fatalf("init containers %v: want leasehold-install, then the sidecar", spec.InitContainers)
+			}
+			installer := spec.InitContainers[0]
+			if installer.Image != sidecar.Image || !slices.Equal(installer.Args, []string{"install", "/leasehold-bin/leasehold"}) ||
+				installer.RestartPolicy != nil {
+				t.Errorf("installer: image %q args %v restartPolicy %v; want the sidecar's image, install into the volume, run once",
+					installer.Image, installer.Args, installer.RestartPolicy)
+			}
+			wantRestricted(t, "leasehold-install", installer.SecurityContext)
+			if len(spec.Volumes) != 1 || spec.Volumes[0].Name != "leasehold-bin" || spec.Volumes[0].EmptyDir == nil {
+				t.Errorf("volumes %v: want the emptyDir leasehold-bin", spec.Volumes)
+			}
+			mounted := func(c corev1.Container, readOnly bool) bool {
+				return len(c.VolumeMounts) == 1 && c.VolumeMounts[0].Name == "leasehold-bin" &&
+					c.VolumeMounts[0].MountPath == "/leasehold-bin" && c.VolumeMounts[0].ReadOnly == readOnly
+			}
+			if !mounted(installer, false) || !mounted(*app, true) {
+				t.Errorf("mounts: installer %v, app %v; want leasehold-bin at /leasehold-bin, read-only in the app", installer.VolumeMounts, app.VolumeMounts)
+			}
+			apiURL := "http://127.0.0.1:4040"
+			if want := []string{"/leasehold-bin/leasehold", "run", "--sidecar", apiURL, "--"}; len(app.Command) < len(want) || !slices.Equal(app.Command[:len(want)], want) {
+				t.Errorf("app command %v: want it under %v", app.Command, want)
+			}
+		},
+	},
 	"plain-container-values.yaml": {
 		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: false,
 		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",

@@ -213,3 +213,26 @@ put it under containers (see README.md for the shutdown caveat).
   securityContext:
     {{- toYaml .Values.securityContext | nindent 4 }}
 {{- end }}
+
+{{/*
+leasehold.installer: an init container that copies the leasehold binary into
+the emptyDir volume "leasehold-bin" (mount it at /leasehold-bin), so that an
+app container that cannot speak HTTP can run its command under
+`/leasehold-bin/leasehold run -- <command>` (docs/run.md). The image is
+distroless, without cp or a shell: the binary copies itself (`leasehold
+install`, atomic). Put it under initContainers, before leasehold.container;
+mount the volume read-only in the app container.
+*/}}
+{{- define "leasehold.installer" -}}
+- name: leasehold-install
+  image: {{ include "leasehold.image" . | quote }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  args: ["install", "/leasehold-bin/leasehold"]
+  volumeMounts:
+    - name: leasehold-bin
+      mountPath: /leasehold-bin
+  resources:
+    {{- toYaml .Values.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml .Values.securityContext | nindent 4 }}
+{{- end }}
