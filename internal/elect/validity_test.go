@@ -110,14 +110,54 @@ func TestLateRenewalStartsANewTermInsteadOfReviving(t *testing.T) {
 	}
 }
 
+// A withdrawn elector never starts a term, however long it runs (here a
+// fake hour, with the Lease free all along); put back, it acquires without
+// the clock moving; withdrawn while leading, it ends the term before
+// SetCandidate returns and stays out again.
+func TestWithdrawnElectorNeverAcquiresOnAFakeClock(t *testing.T) {
+	fakeClock := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	e := fakeElection(t, fakeClock, nil, func(c *elect.Config) { c.StartWithdrawn = true })
+	waitSnapshot(t, e, func(s *elect.Snapshot) bool { return s.Observed })
+	idleHour := func(what string) {
+		t.Helper()
+		for range 240 { // an hour in 15s steps: many lease durations and retry periods
+			waitIdle(t, fakeClock)
+			fakeClock.Step(15 * time.Second)
+			if s := e.Snapshot(); s.Leading || s.Candidate {
+				t.Fatalf("%s: leading=%v candidate=%v at %v", what, s.Leading, s.Candidate, fakeClock.Now())
+			}
+		}
+	}
+	idleHour("started withdrawn")
+
+	if _, err := e.SetCandidate(t.Context(), true, "app healthy"); err != nil {
+		t.Fatal(err)
+	}
+	first := waitSnapshot(t, e, func(s *elect.Snapshot) bool { return s.Leading && s.Candidate && s.Token != 0 })
+
+	released, err := e.SetCandidate(t.Context(), false, "app unhealthy")
+	if err != nil || !released {
+		t.Fatalf("SetCandidate(false) while leading = %v, %v; want a release", released, err)
+	}
+	if s := e.Snapshot(); s.Leading || s.Candidate || s.Index <= first.Index {
+		t.Fatalf("after SetCandidate(false): leading=%v candidate=%v index %d (was %d)", s.Leading, s.Candidate, s.Index, first.Index)
+	}
+	idleHour("withdrawn after leading")
+}
+
 // fakeElection runs an Elector on a fake clientset and a fake clock. The
 // fake clientset does not version objects, so a reactor stamps increasing
 // resourceVersions on creates and updates; beforeUpdate, if set, may fail
 // an update (return handled=true and an error) or act on the clock first.
-func fakeElection(t *testing.T, fakeClock *clocktesting.FakeClock, beforeUpdate func() error) *elect.Elector {
+// configure, if given, changes the Config before the Elector is made.
+func fakeElection(t *testing.T, fakeClock *clocktesting.FakeClock, beforeUpdate func() error, configure ...func(*elect.Config)) *elect.Elector {
 	t.Helper()
 	cs := fake.NewClientset()
+	// The fake's lists carry small resourceVersions of their own (an empty
+	// list says "1"); etcd's revisions of later writes are always larger
+	// than any earlier list's, so the stamps start above them.
 	var rv atomic.Int64
+	rv.Store(1000)
 	stamp := func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetVerb() == "update" && beforeUpdate != nil {
 			if err := beforeUpdate(); err != nil {
@@ -130,11 +170,15 @@ func fakeElection(t *testing.T, fakeClock *clocktesting.FakeClock, beforeUpdate 
 	}
 	cs.PrependReactor("update", "leases", stamp)
 	cs.PrependReactor("create", "leases", stamp)
-	e, err := elect.New(elect.Config{
+	cfg := elect.Config{
 		Leases: cs.CoordinationV1(), Namespace: "ns", Name: "l", Identity: "a",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Clock: fakeClock,
-	})
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	e, err := elect.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
