@@ -9,7 +9,10 @@
 //   - overlaps (two instances claiming leadership at once, with certainty)
 //     in partition and process-pause trials;
 //   - for leasehold alone, the localhost HTTP API's throughput, watcher
-//     wake-up latency and memory.
+//     wake-up latency and memory;
+//   - for leasehold alone, the app-aware features: how soon a replica with
+//     a healthy app leads after the leader's app fails (health-gated
+//     candidacy), and how far the leader label lags behind leadership.
 //
 // It prints one table, and with -out also writes it, with the command, the
 // machine and a latency plot, to a Markdown file.
@@ -43,6 +46,10 @@ func main() {
 	flag.DurationVar(&opts.statusLoad, "status-load", 5*time.Second, "how long to load GET /v1/status")
 	flag.IntVar(&opts.watchers, "watchers", 1000, "open watchers (half long-poll, half SSE)")
 	flag.IntVar(&opts.changes, "changes", 10, "Lease changes the watchers are woken by")
+	flag.IntVar(&opts.appTrials, "app-trials", 20, "app-aware feature trials: app failures, and leader-label handovers and failovers (each); 0 skips them")
+	flag.DurationVar(&opts.appInterval, "app-health-interval", time.Second, "LEASEHOLD_APP_HEALTH_INTERVAL in the app-failure trials")
+	flag.DurationVar(&opts.appTimeout, "app-health-timeout", 500*time.Millisecond, "LEASEHOLD_APP_HEALTH_TIMEOUT in the app-failure trials")
+	flag.IntVar(&opts.appThreshold, "app-health-threshold", 3, "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD in the app-failure trials")
 	flag.StringVar(&opts.out, "out", "", "also write the report (Markdown, plus an SVG plot beside it) to this file")
 	flag.Parse()
 	opts.command = "go run ./bench " + strings.Join(os.Args[1:], " ")
@@ -60,6 +67,8 @@ type options struct {
 	requestWindow                             time.Duration
 	statusConns, watchers, changes            int
 	statusLoad                                time.Duration
+	appTrials, appThreshold                   int
+	appInterval, appTimeout                   time.Duration
 	out, command                              string
 }
 
@@ -117,7 +126,11 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	report := newReport(opts, all, httpFigs)
+	appFigs, err := benchApp(ctx, cluster, base, opts)
+	if err != nil {
+		return err
+	}
+	report := newReport(opts, all, httpFigs, appFigs)
 	fmt.Print(report.markdown(""))
 	if opts.out != "" {
 		return report.write(opts.out)

@@ -11,17 +11,19 @@ import (
 )
 
 // report is the bench's output: one table comparing the implementations,
-// the HTTP API's figures, and how they were obtained.
+// the HTTP API's figures, the app-aware features' figures, and how they
+// were obtained.
 type report struct {
 	opts    options
 	results []results
 	http    httpFigures
+	app     appFigures
 	machine string
 	date    string
 }
 
-func newReport(opts options, r []results, h httpFigures) *report {
-	return &report{opts: opts, results: r, http: h, machine: machine(), date: time.Now().UTC().Format("2006-01-02 15:04 MST")}
+func newReport(opts options, r []results, h httpFigures, a appFigures) *report {
+	return &report{opts: opts, results: r, http: h, app: a, machine: machine(), date: time.Now().UTC().Format("2006-01-02 15:04 MST")}
 }
 
 // markdown renders the report; plot names the latency plot to embed ("" for none).
@@ -76,6 +78,7 @@ func (r *report) markdown(plot string) string {
 	if plot != "" {
 		fmt.Fprintf(&b, "\n![handover and failover latency, every trial](%s)\n", plot)
 	}
+	r.appMarkdown(&b)
 	fmt.Fprintf(&b, "\nCommand: `%s`, %s.\nMachine: %s.\n", strings.TrimSpace(o.command), r.date, r.machine)
 	return b.String()
 }

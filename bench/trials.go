@@ -115,8 +115,13 @@ func (g *group) checkToken(l fleet.Leadership) error {
 // at any phase of the renew cycle, not right after a new leader's first
 // renewal.
 func (g *group) randomPhase(ctx context.Context) error {
+	return sleepRandom(ctx, 2*g.cfg.RetryPeriod)
+}
+
+// sleepRandom waits a random time in [0, limit), or until ctx ends.
+func sleepRandom(ctx context.Context, limit time.Duration) error {
 	select {
-	case <-time.After(rand.N(2 * g.cfg.RetryPeriod)):
+	case <-time.After(rand.N(limit)):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -126,26 +131,40 @@ func (g *group) randomPhase(ctx context.Context) error {
 // awaitSuccessor starts long-polls on every instance but leader before
 // fault() strikes, and returns the first to lead and the time since fault.
 func (g *group) awaitSuccessor(ctx context.Context, leader *fleet.Instance, fault func() error) (fleet.Leadership, time.Duration, error) {
+	l, took, err := awaitFirst(ctx, g.others(leader), g.livenessBound(), fault)
+	if err != nil {
+		return l, took, err
+	}
+	return l, took, g.checkToken(l)
+}
+
+// awaitFirst starts long-polls on candidates before fault() strikes, and
+// returns the first to lead and the time since fault, waiting at most
+// bound (fleet.ErrNoLeader after that). Its long-polls have ended when it
+// returns.
+func awaitFirst(ctx context.Context, candidates []*fleet.Instance, bound time.Duration, fault func() error) (fleet.Leadership, time.Duration, error) {
 	type result struct {
 		l   fleet.Leadership
 		err error
 	}
 	next := make(chan result, 1)
-	wctx, cancel := context.WithTimeout(ctx, g.livenessBound())
+	wctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	go func() {
-		l, err := fleet.AwaitLeadership(wctx, g.others(leader))
+		l, err := fleet.AwaitLeadership(wctx, candidates)
 		next <- result{l, err}
 	}()
 	struck := time.Now()
 	if err := fault(); err != nil {
+		cancel()
+		<-next
 		return fleet.Leadership{}, 0, err
 	}
 	r := <-next
 	if r.err != nil {
 		return r.l, 0, r.err
 	}
-	return r.l, r.l.At.Sub(struck), g.checkToken(r.l)
+	return r.l, r.l.At.Sub(struck), nil
 }
 
 // trials runs n trials: send the leader sig and time until another
