@@ -138,6 +138,33 @@ func TestCheckerReportedTerms(t *testing.T) {
 			t.Errorf("violations: %v", vs)
 		}
 	})
+	t.Run("a term withdrawn because the test failed its app ends at its last leader answer", func(t *testing.T) {
+		cases := []struct {
+			name     string
+			spans    []appSpan
+			overlaps int
+		}{
+			{"app failing just before the step-down", []appSpan{{appHealthy, ms(-60000)}, {appCrashed, ms(-400)}}, 0},
+			{"app failed and recovered within the window", []appSpan{{appHealthy, ms(-60000)}, {appFailing, ms(-900)}, {appHealthy, ms(-700)}}, 0},
+			{"app healthy throughout", []appSpan{{appHealthy, ms(-60000)}}, 1},
+			{"app failed only long before", []appSpan{{appHealthy, ms(-60000)}, {appHanging, ms(-30000)}, {appHealthy, ms(-29000)}}, 1},
+			{"app failed only after the step-down was seen", []appSpan{{appHealthy, ms(-60000)}, {appFailing, ms(112)}}, 1},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				a := newMember("a")
+				a.app = &fakeApp{name: "a", spans: c.spans}
+				var f fakeSamples
+				f.add(a, 0, 1, 5, 0, 2000)
+				f.add(a, 100, 101, 5, 0, 2000)
+				f.add(a, 110, 111, 5, 0, 0) // stepped down
+				f.add(b, 120, 121, 6, 105, 2100)
+				if got := kinds(violationsOf(f.out))[overlap]; got != c.overlaps {
+					t.Errorf("overlaps = %d, want %d", got, c.overlaps)
+				}
+			})
+		}
+	})
 	t.Run("tokens must increase with acquiredAt", func(t *testing.T) {
 		var f fakeSamples
 		f.add(a, 0, 1, 9, 0, 2000)

@@ -27,10 +27,15 @@
 //     wall-clock times of one machine, comparable with each other and with
 //     the test's clock. A term's promise runs from acquiredAt to the largest
 //     validUntil it reported, because an app may act until then without
-//     asking again. Only a term that this test ended voluntarily (SIGTERM,
-//     which releases the Lease) may end its promise early: its interval
-//     then ends at its last leader:true sample. No two terms of different
-//     instances may overlap.
+//     asking again. Only a term that this test ended voluntarily may end
+//     its promise early: its interval then ends at its last leader:true
+//     sample. That is a term whose instance the test SIGTERMed (it releases
+//     the Lease), or, with health-gated candidacy, one whose app the test
+//     made fail shortly before the term ended (the instance withdraws and
+//     releases; the successor acquires long before the withdrawn term's
+//     validUntil, so an app that acts on validUntil without asking again
+//     while failing its own health check is protected by the fencing token
+//     alone). No two terms of different instances may overlap.
 //   - Validity is never overstated: a leader:true answer carries a
 //     validUntil later than the request's send time, and validForMs no
 //     larger than validUntil − sent.
@@ -45,4 +50,39 @@
 //   - Liveness: after every fault, a new term (a larger token) is reported
 //     within the scenario's documented bound, and then exactly one instance
 //     reports leader:true. Each recovery time is measured and logged.
+//
+// # Scenarios
+//
+// Three sidecars each, every one with its own cuttable link to the
+// apiserver (scenarios_test.go; bounds in main_test.go and app_test.go):
+//
+//  1. Crash: SIGKILL the leader; another leads once the Lease expires.
+//  2. Graceful handover: SIGTERM the leader; it releases and exits 0, and
+//     another leads within a round trip.
+//  3. Partition: cut the leader's link until another leads, then heal; the
+//     successor is not disturbed.
+//  4. Partition, heal, then SIGTERM the old leader at once: its release
+//     must not erase the successor's Lease.
+//  5. Pause: SIGSTOP the leader beyond leaseDuration; its first answer
+//     after SIGCONT says leader:false.
+//  6. API server outage of 30s; nobody leads beyond its validity and one
+//     leads again after the restart.
+//  7. Lease deleted (and emptied) while held, also while its holder cannot
+//     hear it.
+//  8. Lease edited by hand to another holder.
+//  9. Hostile Lease content (missing fields, forged and overflowing token
+//     annotations, MaxInt32 transitions).
+//  10. Rolling restart, one instance after the other.
+//  11. Health-gated candidacy under a flapping, crashing app: each sidecar
+//     probes its own fake app in the test process (200, 503, hanging past
+//     the timeout, or crashed: listener closed, connection refused, and
+//     later re-opened on the same URL). A sidecar whose app never answered
+//     2xx never campaigns; when the leader's app crashes it steps down,
+//     writes a release (seen by an admin's watch) and a sidecar with a
+//     healthy app leads within threshold × interval + timeout +
+//     handoverBound, before the Lease could have expired; every app then
+//     flaps on a seeded random schedule (-appseed replays one) with
+//     stretches where none is healthy, in which nobody leads once
+//     withdrawn; with all apps healthy again exactly one leads, with a
+//     healthy app.
 package e2e

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,8 +16,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/ptr"
 
+	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
@@ -28,6 +34,7 @@ const leaseName = "app"
 type member struct {
 	*fleet.Instance
 	identity string
+	app      *fakeApp // the app it probes (health-gated candidacy); nil if not gated
 
 	mu         sync.Mutex
 	expectExit bool      // the test killed or terminated it
@@ -140,11 +147,22 @@ func (e *env) finish() {
 // start launches one sidecar, through its own proxy, and has it observed.
 func (e *env) start(name string) *member {
 	e.t.Helper()
-	inst, err := e.cfg.Start(e.ctx, name, true)
-	if err != nil {
-		e.t.Fatal(err)
+	return e.startWith(name, nil)
+}
+
+// startWith is start for a sidecar whose candidacy is gated on app's
+// health (LEASEHOLD_APP_HEALTH_* for this member only); nil app is start.
+func (e *env) startWith(name string, app *fakeApp) *member {
+	e.t.Helper()
+	cfg := e.cfg
+	if app != nil {
+		cfg.Env = append(slices.Clone(e.cfg.Env), app.env()...)
 	}
-	m := &member{Instance: inst}
+	inst, err := cfg.Start(e.ctx, name, true)
+	if err != nil {
+		e.t.Fatalf("%v; log tail:\n%s", err, logTail(filepath.Join(cfg.Dir, name+".log"), 20))
+	}
+	m := &member{Instance: inst, app: app}
 	e.t.Cleanup(inst.Stop)
 	st, err := inst.Status(e.ctx)
 	if err != nil {
@@ -455,4 +473,130 @@ func logTail(path string, lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// leaseEvent is one write to the trial's Lease, as an admin's watch saw it.
+type leaseEvent struct {
+	at         time.Time // when the test received it
+	deleted    bool
+	holder     string
+	releasedBy string // the elect.ReleasedByAnnotation of a released Lease
+	rv         string
+}
+
+func (ev leaseEvent) String() string {
+	if ev.deleted {
+		return fmt.Sprintf("%s rv %s deleted", clock(ev.at), ev.rv)
+	}
+	return fmt.Sprintf("%s rv %s holder %q released-by %q", clock(ev.at), ev.rv, ev.holder, ev.releasedBy)
+}
+
+// leaseLog records every write to the trial's Lease from watchLease on.
+type leaseLog struct {
+	mu     sync.Mutex
+	events []leaseEvent
+}
+
+// watchLease watches the trial's Lease as an admin until the trial ends
+// (a watch delivers every write, also one overwritten a moment later).
+func (e *env) watchLease() *leaseLog {
+	l := &leaseLog{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.follow(e.ctx, e.leases())
+	}()
+	e.t.Cleanup(func() { <-done }) // e.ctx ends before the cleanups run
+	return l
+}
+
+func (l *leaseLog) follow(ctx context.Context, leases coordinationv1client.LeaseInterface) {
+	selector := fields.OneTermEqualSelector("metadata.name", leaseName).String()
+	rv := ""
+	for ctx.Err() == nil {
+		if rv == "" {
+			list, err := leases.List(ctx, metav1.ListOptions{FieldSelector: selector})
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			for i := range list.Items {
+				l.add(&list.Items[i], false)
+			}
+			rv = list.ResourceVersion
+		}
+		w, err := leases.Watch(ctx, metav1.ListOptions{FieldSelector: selector, ResourceVersion: rv})
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			lease, ok := ev.Object.(*coordinationv1.Lease)
+			switch {
+			case ev.Type == watch.Error:
+				rv = "" // e.g. 410 Gone: list again
+			case ok:
+				l.add(lease, ev.Type == watch.Deleted)
+				rv = lease.ResourceVersion
+			}
+		}
+		w.Stop()
+	}
+}
+
+func (l *leaseLog) add(lease *coordinationv1.Lease, deleted bool) {
+	ev := leaseEvent{
+		at: time.Now(), deleted: deleted, rv: lease.ResourceVersion,
+		holder: ptr.Deref(lease.Spec.HolderIdentity, ""), releasedBy: lease.Annotations[elect.ReleasedByAnnotation],
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, ev)
+}
+
+// since returns the writes received after t, in order.
+func (l *leaseLog) since(t time.Time) []leaseEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []leaseEvent
+	for _, ev := range l.events {
+		if ev.at.After(t) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// lastBefore returns the last write received before t for which match
+// holds, and whether there is one.
+func (l *leaseLog) lastBefore(t time.Time, match func(leaseEvent) bool) (leaseEvent, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.events) - 1; i >= 0; i-- {
+		if ev := l.events[i]; ev.at.Before(t) && match(ev) {
+			return ev, true
+		}
+	}
+	return leaseEvent{}, false
+}
+
+// await waits for a write received after after for which match holds, for
+// at most within (plus 30s before giving up), and returns the first.
+func (l *leaseLog) await(e *env, after time.Time, within time.Duration, match func(leaseEvent) bool) leaseEvent {
+	e.t.Helper()
+	deadline := after.Add(within + 30*time.Second)
+	for {
+		for _, ev := range l.since(after) {
+			if match(ev) {
+				if took := ev.at.Sub(after); took > within {
+					e.t.Errorf("Lease write %s came %v after the fault, bound %v", ev, took, within)
+				}
+				return ev
+			}
+		}
+		if time.Now().After(deadline) || e.ctx.Err() != nil {
+			e.t.Fatalf("no such Lease write within %v; writes since: %v", time.Since(after), l.since(after))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

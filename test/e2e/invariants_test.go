@@ -30,7 +30,11 @@ type termInfo struct {
 	acquiredAt time.Time // as reported
 	last       sample    // last leader:true sample
 	validUntil time.Time // largest validUntil reported
-	released   bool      // ended voluntarily: the test SIGTERMed its member before the promise ran out
+	endSeen    time.Time // recv of the first answer after its last leader:true one; zero if none
+	// released: ended voluntarily, because the test SIGTERMed its member
+	// before the promise ran out, or because the test failed its member's
+	// app so that health-gated candidacy withdrew it (see check).
+	released bool
 }
 
 // promiseEnd is when the term's promise to its app ends: the largest
@@ -109,10 +113,15 @@ func check(samples []sample) ([]*termInfo, []violation) {
 			cur       *run
 			byToken   = map[fence.Token]*termInfo{}
 		)
-		closeRun := func() {
+		// closeRun ends the current run; by is the answer that ended it
+		// (nil at the end of the samples).
+		closeRun := func(by *sample) {
 			if cur != nil {
 				runs = append(runs, *cur)
 				ended[cur.term.token] = true
+				if by != nil {
+					cur.term.endSeen = by.recv
+				}
 				cur = nil
 			}
 		}
@@ -125,7 +134,7 @@ func check(samples []sample) ([]*termInfo, []violation) {
 			maxToken = max(maxToken, tok)
 
 			if !s.st.Leader {
-				closeRun()
+				closeRun(&s)
 				continue
 			}
 			// Validity is never overstated.
@@ -139,7 +148,7 @@ func check(samples []sample) ([]*termInfo, []violation) {
 				add(other, "%s answered leader:true without a token or acquiredAt: %s", m.Name, s)
 			}
 			if cur != nil && cur.term.token != tok {
-				closeRun()
+				closeRun(&s)
 			}
 			if cur == nil {
 				if ended[tok] {
@@ -161,11 +170,25 @@ func check(samples []sample) ([]*termInfo, []violation) {
 				add(other, "%s changed acquiredAt within term %d: %s then %s", m.Name, tok, clock(t.acquiredAt), clock(s.acquiredAt))
 			}
 		}
-		closeRun()
+		closeRun(nil)
 	}
 	for _, t := range terms {
 		if at := t.m.terminatedAt(); !at.IsZero() && at.Before(t.validUntil) {
 			t.released = true
+		}
+		// Health-gated candidacy: a leader whose app fails threshold probes
+		// in a row steps down and releases the Lease, as on SIGTERM. The
+		// test caused that if it had the member's app failing at some
+		// instant between withdrawWindow before the term's last leader:true
+		// answer was sent and the answer that ended the term.
+		if t.m.app != nil {
+			end := t.endSeen
+			if end.IsZero() {
+				end = t.validUntil
+			}
+			if t.m.app.failingDuring(t.last.sent.Add(-withdrawWindow), end) {
+				t.released = true
+			}
 		}
 	}
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -354,5 +355,160 @@ func TestRollingRestart(t *testing.T) {
 			e.start(old.Name + "2")
 		}
 		e.awaitOneLeader(handoverBound)
+	})
+}
+
+// 11. Health-gated candidacy under a flapping, crashing app. Every member
+// probes its own fake app (app_test.go): a's and b's answer 200, c's has
+// never answered 2xx. (a) c never leads and says it is no candidate. (b) The
+// leader's app crashes (connection refused): the leader steps down, writes
+// a release, and the other member with a healthy app leads within
+// healthFailoverBound, well before the Lease could have expired; the app
+// comes back on the same URL without disturbing the successor. (c) Every
+// app flaps for seconds (seeded random schedule, logged) between 200, 503,
+// hanging and crashed, with stretches in which no app is healthy: nobody
+// leads in those once withdrawn, and the observer's invariants hold
+// throughout. (d) All apps healthy again: one leader within calmBound, and
+// it reports a healthy app.
+func TestAppHealthGatedCandidacy(t *testing.T) {
+	runScenario(t, "11 app health (flapping, crashing)", func(e *env) {
+		leases := e.watchLease()
+		var ms []*member
+		for _, app := range []*fakeApp{
+			newFakeApp(e.t, "a", appHealthy), newFakeApp(e.t, "b", appHealthy), newFakeApp(e.t, "c", appFailing),
+		} {
+			ms = append(ms, e.startWith(app.name, app))
+		}
+		c := ms[2]
+
+		// (a) c's app has never been healthy: c does not campaign.
+		leader, st := e.awaitOneLeader(steady)
+		if leader == c {
+			e.t.Fatalf("%s leads, but its app never answered 2xx", c.Name)
+		}
+		if h := st.AppHealth; !st.Candidate || h == nil || !h.Healthy {
+			e.t.Errorf("leader %s reports candidate %v, appHealth %+v; want a candidate with a healthy app", leader.Name, st.Candidate, h)
+		}
+		cs := e.awaitSample(c, time.Now(), healthWithdrawBound+schedulingSlack, "never-healthy app probed threshold times",
+			func(s sample) bool {
+				return s.st.AppHealth != nil && s.st.AppHealth.ConsecutiveFailures >= appThreshold
+			})
+		if h := cs.st.AppHealth; cs.st.Candidate || cs.st.Leader || h.Healthy || h.LastSuccessAt != "" || !strings.Contains(h.LastError, "503") {
+			e.t.Errorf("%s, whose app only ever answered 503: candidate %v, leader %v, appHealth %+v; want no candidate, unhealthy, no success, lastError status 503",
+				c.Name, cs.st.Candidate, cs.st.Leader, *h)
+		}
+
+		// (b) The leader's app crashes.
+		succ := ms[0]
+		if leader == succ {
+			succ = ms[1]
+		}
+		crashed, err := leader.app.set(appCrashed)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		down := e.awaitSample(leader, crashed, healthWithdrawBound+schedulingSlack, "leader withdraws after its app crashed",
+			func(s sample) bool { return !s.st.Leader })
+		if h := down.st.AppHealth; down.st.Candidate || h == nil || h.Healthy || !strings.Contains(h.LastError, "connection refused") {
+			e.t.Errorf("%s's first answer without leadership after its app crashed: candidate %v, appHealth %+v; want no candidate, unhealthy, connection refused",
+				leader.Name, down.st.Candidate, h)
+		}
+		s := e.awaitTerm(crashed, st.FencingToken, healthFailoverBound, e.others(leader)...)
+		e.recovered("app of leader "+leader.Name+" crashed → "+s.m.Name+" leads", s.recv.Sub(crashed), healthFailoverBound)
+		if s.m != succ {
+			e.t.Errorf("%s took over; want %s, the only other member with a healthy app", s.m.Name, succ.Name)
+		}
+		// The withdrawn leader wrote its release: the first write after
+		// its last renewal empties the holder, signed by it, quickly.
+		rel := leases.await(e, crashed, healthWithdrawBound+schedulingSlack, func(ev leaseEvent) bool { return ev.holder != leader.identity || ev.deleted })
+		renewed, ok := leases.lastBefore(rel.at, func(ev leaseEvent) bool { return ev.holder == leader.identity })
+		switch {
+		case rel.deleted || rel.holder != "" || rel.releasedBy != leader.identity:
+			e.t.Errorf("the first Lease write after %s's app crashed is not its release: %s", leader.Name, rel)
+		case !ok:
+			e.t.Errorf("no renewal by %s seen before its release %s", leader.Name, rel)
+		case !s.acquiredAt.Before(renewed.at.Add(leaseDuration - retryPeriod)):
+			e.t.Errorf("%s acquired at %s, not before %s's last record (seen %s) could expire: an expiry, not a release",
+				s.m.Name, clock(s.acquiredAt), leader.Name, clock(renewed.at))
+		default:
+			e.t.Logf("%s released the Lease %v after its app crashed; %s acquired %v after that, %v before its record could have expired",
+				leader.Name, rel.at.Sub(crashed).Round(time.Millisecond), s.m.Name, s.acquiredAt.Sub(rel.at).Round(time.Millisecond),
+				renewed.at.Add(leaseDuration).Sub(s.acquiredAt).Round(time.Millisecond))
+		}
+		// The app restarts on the same URL: its member campaigns again but
+		// cannot disturb the successor's term.
+		back, err := leader.app.set(appHealthy)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.awaitSample(leader, back, healthReturnBound, "app back on the same URL: candidate again", func(o sample) bool {
+			return o.st.Candidate && o.st.AppHealth != nil && o.st.AppHealth.Healthy
+		})
+		if now, nst := e.awaitOneLeader(handoverBound); now != s.m || nst.FencingToken != s.st.FencingToken {
+			e.t.Errorf("after %s's app came back %s leads with token %d; want %s undisturbed (token %d)",
+				leader.Name, now.Name, nst.FencingToken, s.m.Name, s.st.FencingToken)
+		}
+
+		// (c) Every app flaps, with stretches in which none is healthy,
+		// long enough for everyone to withdraw.
+		f := newFlapper(e, ms)
+		flapping := time.Now()
+		f.flap(2500 * time.Millisecond)
+		f.allDown(withdrawWindow)
+		f.flap(2500 * time.Millisecond)
+		f.allDown(withdrawWindow)
+
+		// (d) All apps healthy again.
+		var above fence.Token
+		for _, o := range e.obs.Samples() {
+			above = max(above, o.st.FencingToken)
+		}
+		calm := time.Now()
+		for _, m := range ms {
+			f.set(m, appHealthy)
+		}
+		calmBound := appInterval + appTimeout + handoverBound // one probe passes, then a released Lease is taken
+		s = e.awaitTerm(calm, above, calmBound)
+		e.recovered("all apps healthy again → "+s.m.Name+" leads", s.recv.Sub(calm), calmBound)
+		last, lst := e.awaitOneLeader(handoverBound)
+		if h := lst.AppHealth; !lst.Candidate || h == nil || !h.Healthy {
+			e.t.Errorf("leader %s reports candidate %v, appHealth %+v; want a candidate with a healthy app", last.Name, lst.Candidate, h)
+		}
+		for _, m := range ms {
+			e.awaitSample(m, calm, healthReturnBound, "candidate with a healthy app", func(o sample) bool {
+				return o.st.Candidate && o.st.AppHealth != nil && o.st.AppHealth.Healthy
+			})
+		}
+
+		// What the samples show over the whole trial.
+		samples := e.obs.Samples()
+		f.checkAllDown(samples)
+		terms := map[*member]map[fence.Token]bool{}
+		started, withdrawals := 0, 0
+		prev := map[*member]sample{}
+		for _, o := range samples {
+			first, _ := o.m.app.oks()
+			if (o.st.Leader || o.st.Candidate) && (first.IsZero() || o.recv.Before(first)) {
+				e.t.Errorf("%s campaigned before its app ever answered 2xx (first 200 at %s): candidate %v, %s", o.m.Name, clock(first), o.st.Candidate, o)
+			}
+			if o.st.Leader && o.recv.After(flapping) && o.recv.Before(calm) {
+				if terms[o.m] == nil {
+					terms[o.m] = map[fence.Token]bool{}
+				}
+				if !terms[o.m][o.st.FencingToken] && o.acquiredAt.After(flapping) {
+					started++
+				}
+				terms[o.m][o.st.FencingToken] = true
+			}
+			if p, ok := prev[o.m]; ok && p.st.Leader && !o.st.Leader && !o.st.Candidate && o.recv.After(flapping) {
+				withdrawals++
+			}
+			prev[o.m] = o
+		}
+		if started < 2 {
+			e.t.Errorf("only %d terms started while the apps flapped: the schedule did not exercise handovers", started)
+		}
+		e.t.Logf("while the apps flapped (%d modes set in %v): %d terms started, %d leaders seen withdrawing; apps: %s; %s; %s",
+			f.changes, calm.Sub(flapping).Round(time.Millisecond), started, withdrawals, ms[0].app.answers(), ms[1].app.answers(), ms[2].app.answers())
 	})
 }
