@@ -6,6 +6,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,9 +68,28 @@ type Instance struct {
 	state  *os.ProcessState
 }
 
+// maxStartAttempts bounds the starts of one instance whose free ports were
+// taken by another process between being picked and being bound.
+const maxStartAttempts = 3
+
+// errPortTaken reports a start that failed because a picked port was taken.
+var errPortTaken = errors.New("fleet: a picked port was taken before the sidecar bound it")
+
 // Start launches one sidecar named name and waits until it is ready
 // (/readyz). With viaProxy its apiserver traffic crosses its own Proxy.
+// Ports are picked free and then bound by the sidecar, so another process
+// can take one in between; such a start is tried again with new ports.
 func (c Config) Start(ctx context.Context, name string, viaProxy bool) (*Instance, error) {
+	for attempt := 1; ; attempt++ {
+		inst, err := c.start(ctx, name, viaProxy)
+		if !errors.Is(err, errPortTaken) || attempt == maxStartAttempts {
+			return inst, err
+		}
+	}
+}
+
+// start is one attempt of Start.
+func (c Config) start(ctx context.Context, name string, viaProxy bool) (*Instance, error) {
 	user := c.User
 	if user == nil {
 		user = c.Cluster.Admin()
@@ -140,6 +160,9 @@ func (c Config) Start(ctx context.Context, name string, viaProxy bool) (*Instanc
 	}()
 	if err := inst.waitReady(ctx); err != nil {
 		inst.Stop()
+		if log, _ := os.ReadFile(inst.LogPath); bytes.Contains(log, []byte("address already in use")) {
+			err = fmt.Errorf("%w: %w", errPortTaken, err)
+		}
 		return nil, fmt.Errorf("%s not ready: %w (log: %s)", name, err, inst.LogPath)
 	}
 	return inst, nil
