@@ -2,7 +2,6 @@ package apphealth
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,14 +18,7 @@ import (
 // Run, app server and hanging handler the tests start must end. No cluster:
 // this package talks to no apiserver.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := kubetest.CheckGoroutines(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(kubetest.LeakCheck(m.Run()))
 }
 
 // generous bounds real-time waits on a shared, noisy machine; it never

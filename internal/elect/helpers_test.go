@@ -2,7 +2,6 @@ package elect_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -26,14 +25,7 @@ var cluster *kubetest.Cluster
 // timer has a visible end. Connections that client-go's shared transports
 // keep alive are not the election's and are ignored.
 func TestMain(m *testing.M) {
-	code := kubetest.Main(m, &cluster)
-	if code == 0 {
-		if err := kubetest.CheckGoroutines(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(kubetest.LeakCheck(kubetest.Main(m, &cluster)))
 }
 
 // Timings for most tests: short, and within every rule

@@ -194,7 +194,7 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	}
 	c.apiserver = p
 	if err := c.waitReady(ctx, p); err != nil {
-		return fmt.Errorf("kube-apiserver not ready: %w\n--- last lines of %s:\n%s", err, p.logPath, p.logTail(30))
+		return fmt.Errorf("kube-apiserver not ready: %w\n--- last lines of %s:\n%s", err, p.logPath, LogTail(p.logPath, 30))
 	}
 	return nil
 }

@@ -76,9 +76,10 @@ func (p *process) stop(grace time.Duration) error {
 	return nil
 }
 
-// logTail returns the last lines of the process's output, for error messages.
-func (p *process) logTail(lines int) string {
-	data, err := os.ReadFile(p.logPath)
+// LogTail returns the last lines of a log file, or why it cannot be read,
+// for error messages.
+func LogTail(path string, lines int) string {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}

@@ -1,7 +1,6 @@
 package podlabel
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -14,12 +13,5 @@ var cluster *kubetest.Cluster
 // goroutine outlived its test: every Run, Elector and Proxy has an end.
 // Connections that client-go's shared transports keep alive are ignored.
 func TestMain(m *testing.M) {
-	code := kubetest.Main(m, &cluster)
-	if code == 0 {
-		if err := kubetest.CheckGoroutines(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(kubetest.LeakCheck(kubetest.Main(m, &cluster)))
 }

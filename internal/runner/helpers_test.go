@@ -25,14 +25,7 @@ import (
 
 // TestMain checks that no goroutine of a Run outlives it.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := kubetest.CheckGoroutines(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(kubetest.LeakCheck(m.Run()))
 }
 
 // generous bounds real-time waits on a shared, noisy machine; it never

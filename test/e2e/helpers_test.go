@@ -139,7 +139,7 @@ func (e *env) finish() {
 	e.tally.addTrial(vs, e.t.Failed())
 	if e.t.Failed() {
 		for _, m := range e.members {
-			e.t.Logf("--- last lines of %s (%s):\n%s", m.Name, m.identity, logTail(m.LogPath, 25))
+			e.t.Logf("--- last lines of %s (%s):\n%s", m.Name, m.identity, kubetest.LogTail(m.LogPath, 25))
 		}
 	}
 }
@@ -160,7 +160,7 @@ func (e *env) startWith(name string, app *fakeApp) *member {
 	}
 	inst, err := cfg.Start(e.ctx, name, true)
 	if err != nil {
-		e.t.Fatalf("%v; log tail:\n%s", err, logTail(filepath.Join(cfg.Dir, name+".log"), 20))
+		e.t.Fatalf("%v; log tail:\n%s", err, kubetest.LogTail(filepath.Join(cfg.Dir, name+".log"), 20))
 	}
 	m := &member{Instance: inst, app: app}
 	e.t.Cleanup(inst.Stop)
@@ -250,7 +250,7 @@ func (e *env) awaitExit(m *member, since time.Time) {
 		e.t.Errorf("%s exited %v after SIGTERM, bound %v", m.Name, took, exitBound)
 	}
 	if code := m.ExitCode(); code != 0 {
-		e.t.Errorf("%s exit status %d after SIGTERM, want 0; log tail:\n%s", m.Name, code, logTail(m.LogPath, 20))
+		e.t.Errorf("%s exit status %d after SIGTERM, want 0; log tail:\n%s", m.Name, code, kubetest.LogTail(m.LogPath, 20))
 	}
 }
 
@@ -460,19 +460,6 @@ func panicIn(path string) string {
 		return ""
 	}
 	return panicLine.FindString(string(data))
-}
-
-// logTail returns the last lines of a log file.
-func logTail(path string, lines int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
 
 // leaseEvent is one write to the trial's Lease, as an admin's watch saw it.

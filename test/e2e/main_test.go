@@ -67,11 +67,5 @@ func TestMain(m *testing.M) {
 	printSummary(os.Stdout)
 	// Every observer, sampler and process waiter has a visible end.
 	// Connections kept alive by shared HTTP transports are not ours.
-	if code == 0 {
-		if err := kubetest.CheckGoroutines(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(kubetest.LeakCheck(code))
 }

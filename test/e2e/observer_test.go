@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/kubetest"
 )
 
 const (
@@ -148,7 +149,7 @@ func (o *observer) exitWatch(m *member) {
 	case <-o.stop:
 	case <-m.Exited():
 		if !m.exitExpected() {
-			o.problem("%s exited unexpectedly with status %d; log tail:\n%s", m.Name, m.ExitCode(), logTail(m.LogPath, 20))
+			o.problem("%s exited unexpectedly with status %d; log tail:\n%s", m.Name, m.ExitCode(), kubetest.LogTail(m.LogPath, 20))
 		}
 	}
 }

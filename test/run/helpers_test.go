@@ -85,7 +85,7 @@ func (r *runner) exitCode(t *testing.T, within time.Duration) int {
 	case <-r.exited:
 		return r.cmd.ProcessState.ExitCode()
 	case <-time.After(within):
-		t.Fatalf("runner still running after %v; log:\n%s", within, logTail(r.log, 20))
+		t.Fatalf("runner still running after %v; log:\n%s", within, kubetest.LogTail(r.log, 20))
 		return 0
 	}
 }
@@ -172,7 +172,7 @@ func newTrial(t *testing.T) *trial {
 		if t.Failed() {
 			for _, m := range tr.members {
 				t.Logf("--- %s sidecar log tail:\n%s\n--- %s runner log tail:\n%s",
-					m.name, logTail(m.inst.LogPath, 15), m.name, logTail(m.runner.log, 15))
+					m.name, kubetest.LogTail(m.inst.LogPath, 15), m.name, kubetest.LogTail(m.runner.log, 15))
 			}
 		}
 	})
@@ -464,16 +464,3 @@ func later(a, b time.Time) time.Time {
 }
 
 func clock(at time.Time) string { return at.Format("15:04:05.000") }
-
-// logTail returns the last lines of a log file.
-func logTail(path string, lines int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
-}

@@ -53,13 +53,6 @@ func testMain(m *testing.M) int {
 			return 1
 		}
 	}
-	code := fleet.Main(m, &cluster, &binary)
 	// Every sampler and process waiter has a visible end.
-	if code == 0 {
-		if err := kubetest.CheckGoroutines(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	return code
+	return kubetest.LeakCheck(fleet.Main(m, &cluster, &binary))
 }

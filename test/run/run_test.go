@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/kubetest"
 )
 
 // a) With three instances, a command runs only while its instance leads:
@@ -152,7 +154,7 @@ func TestExitStatusEndToEnd(t *testing.T) {
 
 	seven := startRunner(t, inst.APIURL, filepath.Join(dir, "exit7.log"), nil, "sh", "-c", "exit 7")
 	if code := seven.exitCode(t, generous); code != 7 {
-		t.Errorf("runner of `exit 7` exited %d, want 7; log:\n%s", code, logTail(seven.log, 10))
+		t.Errorf("runner of `exit 7` exited %d, want 7; log:\n%s", code, kubetest.LogTail(seven.log, 10))
 	}
 
 	for _, tc := range []struct {
@@ -169,7 +171,7 @@ func TestExitStatusEndToEnd(t *testing.T) {
 		deadline := time.Now().Add(generous)
 		for len(runsOf(t, m)) == 0 {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: the command never ran; log:\n%s", tc.name, logTail(r.log, 10))
+				t.Fatalf("%s: the command never ran; log:\n%s", tc.name, kubetest.LogTail(r.log, 10))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -180,7 +182,7 @@ func TestExitStatusEndToEnd(t *testing.T) {
 		code := r.exitCode(t, generous)
 		took := time.Since(sent)
 		if code != tc.want {
-			t.Errorf("%s: runner exited %d after SIGTERM, want %d; log:\n%s", tc.name, code, tc.want, logTail(r.log, 10))
+			t.Errorf("%s: runner exited %d after SIGTERM, want %d; log:\n%s", tc.name, code, tc.want, kubetest.LogTail(r.log, 10))
 		}
 		if _, sigterms := beatsOf(t, beats); len(sigterms) != 1 {
 			t.Errorf("%s: the command got SIGTERM %d times, want once", tc.name, len(sigterms))
