@@ -19,11 +19,7 @@ func startWithdrawn() option {
 func TestWithdrawnLeaderStepsDownReleasesAndStaysOut(t *testing.T) {
 	const slowRetry = 2 * time.Second // a poll would take at least this long
 	f := newFixture(t)
-	timings := withTimings(5*time.Second, 2500*time.Millisecond, slowRetry)
-	a := f.start("a", timings)
-	first := a.waitFor(t, "a leads", leading)
-	b := f.start("b", timings)
-	b.waitFor(t, "b watches", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+	a, first, b := f.leaderAndWatcher(slowRetry)
 
 	withdrawn := time.Now()
 	released, err := a.SetCandidate(t.Context(), false, "app unhealthy")

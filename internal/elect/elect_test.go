@@ -174,11 +174,7 @@ func TestWithoutWatchPollsAndStepsDownOnConflict(t *testing.T) {
 func TestReleasedLeaseIsTakenWithoutWaitingForAPoll(t *testing.T) {
 	const slowRetry = 2 * time.Second
 	f := newFixture(t)
-	timings := withTimings(5*time.Second, 2500*time.Millisecond, slowRetry)
-	a := f.start("a", timings)
-	first := a.waitFor(t, "a leads", leading)
-	b := f.start("b", timings)
-	b.waitFor(t, "b watches", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+	a, first, b := f.leaderAndWatcher(slowRetry)
 
 	released := time.Now()
 	a.stop(t)

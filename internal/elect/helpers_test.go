@@ -206,3 +206,16 @@ func (f *fixture) noWatchUser() *kubetest.User {
 	}
 	return user
 }
+
+// leaderAndWatcher starts a, waits until it leads (first), then starts b
+// and waits until b watches a's Lease. Both use retryPeriod slowRetry, so
+// that a takeover faster than slowRetry/2 cannot have come from a poll.
+func (f *fixture) leaderAndWatcher(slowRetry time.Duration) (a *candidate, first *elect.Snapshot, b *candidate) {
+	f.t.Helper()
+	timings := withTimings(5*time.Second, 2500*time.Millisecond, slowRetry)
+	a = f.start("a", timings)
+	first = a.waitFor(f.t, "a leads", leading)
+	b = f.start("b", timings)
+	b.waitFor(f.t, "b watches", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+	return a, first, b
+}
