@@ -68,21 +68,16 @@ func (a *app) answer(code int) {
 
 // hang makes the app take every request and answer none (or, with
 // headers, send 200 and its headers but never the body), until the
-// client gives up or the test ends. Each request is reported on seen if
-// it is not nil.
+// client gives up or the test ends. Each request is reported on seen, a
+// buffered channel with room for every request, before anything else, so
+// even a request the client gave up on at once is counted.
 func (a *app) hang(headers bool, seen chan<- struct{}) {
 	a.set(func(w http.ResponseWriter, r *http.Request) {
+		seen <- struct{}{}
 		if headers {
 			w.Header().Set("Content-Length", "100")
 			w.WriteHeader(http.StatusOK)
 			w.(http.Flusher).Flush()
-		}
-		select {
-		case seen <- struct{}{}: // a nil seen blocks: skipped
-		case <-r.Context().Done():
-			return
-		case <-a.release:
-			return
 		}
 		select {
 		case <-r.Context().Done():

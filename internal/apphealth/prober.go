@@ -190,21 +190,25 @@ func (p *Prober) check(ctx context.Context) {
 	if changed {
 		next.ChangedAt = next.LastCheckAt
 	}
-	p.status.Store(&next)
-
+	// Metrics first: whoever sees the new Status also sees them.
 	p.metrics.duration.Observe(elapsed.Seconds())
 	if err == nil {
 		p.metrics.success.Inc()
 	} else {
 		p.metrics.failure.Inc()
 	}
-
 	switch {
 	case changed && next.Healthy:
 		p.metrics.healthy.Set(1)
-		p.log.Info("app healthy")
 	case changed:
 		p.metrics.healthy.Set(0)
+	}
+	p.status.Store(&next)
+
+	switch {
+	case changed && next.Healthy:
+		p.log.Info("app healthy")
+	case changed:
 		p.log.Warn("app unhealthy", "err", next.LastError, "failures", next.ConsecutiveFailures)
 	case err != nil && !next.Healthy && next.ConsecutiveFailures == p.cfg.FailureThreshold:
 		// Never healthy since the start: say once why we do not campaign.

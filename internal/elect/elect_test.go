@@ -7,6 +7,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/elect"
@@ -79,14 +81,44 @@ func TestRenewalIsOneUpdateAndWatchingCandidatesDoNotPoll(t *testing.T) {
 	b := f.start("b")
 	b.waitFor(t, "b watches", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
 
+	// The writes that land are counted on an admin watch of the Lease. The
+	// window opens and closes right after a renewal lands, when its Update
+	// has been counted and the next one is a retry period away.
+	w, err := f.adminLeases().Watch(t.Context(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", leaseName).String(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	nextWrite := func() {
+		t.Helper()
+		timeout := time.After(generous)
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					t.Fatal("admin watch closed")
+				}
+				if ev.Type == watch.Modified {
+					return
+				}
+			case <-timeout:
+				t.Fatal("no write of the Lease")
+			}
+		}
+	}
+
+	nextWrite()
 	aUpdates, aGets := a.requests.Count("update", ""), a.requests.Count("get", "")
 	bAll := b.requests.Count("", "")
-	start := a.Snapshot().RenewedAt
-	time.Sleep(10 * retryPeriod) // an observation window, not a synchronisation: counts are checked against the renewals that happened
-	renewals := float64(a.Snapshot().RenewedAt.Sub(start) / retryPeriod)
+	renewals := 0
+	for closing := time.Now().Add(10 * retryPeriod); time.Now().Before(closing); renewals++ {
+		nextWrite()
+	}
 
-	if got := a.requests.Count("update", "") - aUpdates; got < renewals || got > renewals+1 {
-		t.Errorf("leader made %v updates for about %v renewals", got, renewals)
+	if got := a.requests.Count("update", "") - aUpdates; got != float64(renewals) {
+		t.Errorf("leader sent %v updates while %v renewals landed", got, renewals)
 	}
 	if got := a.requests.Count("get", "") - aGets; got != 0 {
 		t.Errorf("leader made %v gets while renewing; want 0", got)

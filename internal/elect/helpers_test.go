@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -60,6 +61,7 @@ func (f *fixture) adminLeases() interface {
 	Update(context.Context, *coordinationv1.Lease, metav1.UpdateOptions) (*coordinationv1.Lease, error)
 	Create(context.Context, *coordinationv1.Lease, metav1.CreateOptions) (*coordinationv1.Lease, error)
 	Delete(context.Context, string, metav1.DeleteOptions) error
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
 } {
 	return cluster.Clientset().CoordinationV1().Leases(f.namespace)
 }

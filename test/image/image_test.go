@@ -366,7 +366,15 @@ func TestRunsAsNonRootFromAReadOnlyDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
+	// The child writes its logs straight into a file (no copying goroutine
+	// to race with), read only to explain a failure.
+	logPath := filepath.Join(t.TempDir(), "sidecar.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	logs := func() string { return kubetest.LogTail(logPath, 40) }
 	cmd := exec.Command(bin)
 	cmd.Dir = dir
 	cmd.Env = []string{
@@ -378,7 +386,7 @@ func TestRunsAsNonRootFromAReadOnlyDirectory(t *testing.T) {
 		"LEASEHOLD_OPS_ADDR=127.0.0.1:" + strconv.Itoa(opsPort),
 		"LEASEHOLD_LEASE_DURATION=3s", "LEASEHOLD_RENEW_DEADLINE=2s", "LEASEHOLD_RETRY_PERIOD=500ms",
 	}
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: nonroot, Gid: nonroot, Groups: []uint32{}},
 		Pdeathsig:  syscall.SIGKILL,
@@ -400,11 +408,11 @@ func TestRunsAsNonRootFromAReadOnlyDirectory(t *testing.T) {
 		select {
 		case err := <-exited:
 			exited <- err
-			t.Fatalf("exited: %v\n%s", err, logs.String())
+			t.Fatalf("exited: %v\n%s", err, logs())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not leader after 15s: %+v\n%s", st, logs.String())
+			t.Fatalf("not leader after 15s: %+v\n%s", st, logs())
 		}
 		time.Sleep(20 * time.Millisecond)
 		_ = getJSON(t, api+"/v1/status", &st)
@@ -430,10 +438,10 @@ func TestRunsAsNonRootFromAReadOnlyDirectory(t *testing.T) {
 	case err := <-exited:
 		exited <- err
 		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs())
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatalf("still running 5s after SIGTERM\n%s", logs.String())
+		t.Fatalf("still running 5s after SIGTERM\n%s", logs())
 	}
 	lease, err = cluster.Clientset().CoordinationV1().Leases(ns).Get(t.Context(), "image", metav1.GetOptions{})
 	if err != nil || *lease.Spec.HolderIdentity != "" {
