@@ -82,8 +82,9 @@ func TestRenewalIsOneUpdateAndWatchingCandidatesDoNotPoll(t *testing.T) {
 	b.waitFor(t, "b watches", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
 
 	// The writes that land are counted on an admin watch of the Lease. The
-	// window opens and closes right after a renewal lands, when its Update
-	// has been counted and the next one is a retry period away.
+	// window opens and closes once a renewal has landed and the leader has
+	// published it: its Update has been counted (on the answer, before the
+	// leader publishes) and the next Update is a retry period away.
 	w, err := f.adminLeases().Watch(t.Context(), metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", leaseName).String(),
 	})
@@ -91,7 +92,7 @@ func TestRenewalIsOneUpdateAndWatchingCandidatesDoNotPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	nextWrite := func() {
+	nextWrite := func() (renewTime time.Time) {
 		t.Helper()
 		timeout := time.After(generous)
 		for {
@@ -100,22 +101,28 @@ func TestRenewalIsOneUpdateAndWatchingCandidatesDoNotPoll(t *testing.T) {
 				if !ok {
 					t.Fatal("admin watch closed")
 				}
-				if ev.Type == watch.Modified {
-					return
+				if l, isLease := ev.Object.(*coordinationv1.Lease); isLease && ev.Type == watch.Modified {
+					return l.Spec.RenewTime.Time
 				}
 			case <-timeout:
 				t.Fatal("no write of the Lease")
 			}
 		}
 	}
+	published := func(renewTime time.Time) {
+		t.Helper()
+		a.waitFor(t, "a publishes its renewal", func(s *elect.Snapshot) bool { return !s.RenewedAt.Before(renewTime) })
+	}
 
-	nextWrite()
+	published(nextWrite())
 	aUpdates, aGets := a.requests.Count("update", ""), a.requests.Count("get", "")
 	bAll := b.requests.Count("", "")
 	renewals := 0
+	var last time.Time
 	for closing := time.Now().Add(10 * retryPeriod); time.Now().Before(closing); renewals++ {
-		nextWrite()
+		last = nextWrite()
 	}
+	published(last)
 
 	if got := a.requests.Count("update", "") - aUpdates; got != float64(renewals) {
 		t.Errorf("leader sent %v updates while %v renewals landed", got, renewals)
