@@ -352,12 +352,13 @@ func newSetup(t *testing.T, st httpapi.Status, grace time.Duration, script strin
 	return s
 }
 
-// Scripts. Each writes "start <pid> <token> <term>" to $BEATS when it
-// starts and "beat" every 20 ms; on SIGTERM it writes "term" and then
-// exits 3 (obeying) or carries on (ignoring).
+// Scripts. Each sets its SIGTERM trap, then writes "start <pid> <token>
+// <term>" to $BEATS (so a test that saw "start" may signal it) and "beat"
+// every 20 ms; on SIGTERM it writes "term" and then exits 3 (obeying) or
+// carries on (ignoring).
 const (
-	obeying  = `echo "start $$ $LEASEHOLD_FENCING_TOKEN $LEASEHOLD_TERM" >> "$BEATS"; trap 'echo term >> "$BEATS"; exit 3' TERM; while :; do echo beat >> "$BEATS"; sleep 0.02; done`
-	ignoring = `echo "start $$ $LEASEHOLD_FENCING_TOKEN $LEASEHOLD_TERM" >> "$BEATS"; trap 'echo term >> "$BEATS"' TERM; while :; do echo beat >> "$BEATS"; sleep 0.02; done`
+	obeying  = `trap 'echo term >> "$BEATS"; exit 3' TERM; echo "start $$ $LEASEHOLD_FENCING_TOKEN $LEASEHOLD_TERM" >> "$BEATS"; while :; do echo beat >> "$BEATS"; sleep 0.02; done`
+	ignoring = `trap 'echo term >> "$BEATS"' TERM; echo "start $$ $LEASEHOLD_FENCING_TOKEN $LEASEHOLD_TERM" >> "$BEATS"; while :; do echo beat >> "$BEATS"; sleep 0.02; done`
 )
 
 // lines returns the lines of the beats file so far.
