@@ -160,7 +160,7 @@ func (c Config) start(ctx context.Context, name string, viaProxy bool) (*Instanc
 	}()
 	if err := inst.waitReady(ctx); err != nil {
 		inst.Stop()
-		if log, _ := os.ReadFile(inst.LogPath); bytes.Contains(log, []byte("address already in use")) {
+		if inst.logged("address already in use") {
 			err = fmt.Errorf("%w: %w", errPortTaken, err)
 		}
 		return nil, fmt.Errorf("%s not ready: %w (log: %s)", name, err, inst.LogPath)
@@ -168,11 +168,15 @@ func (c Config) start(ctx context.Context, name string, viaProxy bool) (*Instanc
 	return inst, nil
 }
 
+// waitReady waits until the instance answers /readyz with 200. The answer
+// counts only once the instance has logged that it started, that is bound
+// both its ports: a port picked free may have been taken by another
+// sidecar, whose answer would otherwise pass for this one's.
 func (i *Instance) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		if code, err := get(ctx, i.OpsURL+"/readyz", nil); err == nil && code == http.StatusOK {
+		if code, err := get(ctx, i.OpsURL+"/readyz", nil); err == nil && code == http.StatusOK && i.logged("leasehold started") {
 			return nil
 		}
 		select {
@@ -183,6 +187,12 @@ func (i *Instance) waitReady(ctx context.Context) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// logged reports whether the instance's log holds msg.
+func (i *Instance) logged(msg string) bool {
+	log, _ := os.ReadFile(i.LogPath)
+	return bytes.Contains(log, []byte(msg))
 }
 
 // Status asks the instance's API for /v1/status.

@@ -90,7 +90,10 @@ type fakeApp struct {
 // newFakeApp starts a fake app in mode and stops it when t ends.
 func newFakeApp(t testing.TB, name string, mode appMode) *fakeApp {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A loopback address of its own: while the app is crashed, nothing
+	// else (no listener, no outgoing connection from 127.0.0.1) can take
+	// the port it restarts on.
+	ln, err := net.Listen("tcp", "127.0.83.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
