@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -57,10 +58,11 @@ type Options struct {
 // concurrent use.
 type Cluster struct {
 	dir     string
+	ip      net.IP // the loopback address etcd and the apiserver listen on
 	ca      *authority
 	apiBin  string
 	apiArgs []string
-	host    string // https://127.0.0.1:<port>
+	host    string // https://<ip>:<port>
 	etcd    *process
 	admin   *User
 
@@ -80,7 +82,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, apiBin: filepath.Join(assets, "kube-apiserver")}
+	c := &Cluster{dir: dir, ip: privateLoopback(), apiBin: filepath.Join(assets, "kube-apiserver")}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())
@@ -105,16 +107,16 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 }
 
 func (c *Cluster) startEtcd(bin string) error {
-	clientPort, err := FreePort()
+	clientPort, err := freePortOn(c.ip)
 	if err != nil {
 		return err
 	}
-	peerPort, err := FreePort()
+	peerPort, err := freePortOn(c.ip)
 	if err != nil {
 		return err
 	}
-	clientURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	clientURL := "http://" + net.JoinHostPort(c.ip.String(), strconv.Itoa(clientPort))
+	peerURL := "http://" + net.JoinHostPort(c.ip.String(), strconv.Itoa(peerPort))
 	args := []string{
 		"--name=default",
 		"--data-dir=" + filepath.Join(c.dir, "etcd"),
@@ -137,11 +139,11 @@ func (c *Cluster) startEtcd(bin string) error {
 // configureAPIServer writes the apiserver's keys and fixes its flags once, so
 // that every restart serves the same port, certificate and etcd.
 func (c *Cluster) configureAPIServer(extra []string) error {
-	port, err := FreePort()
+	port, err := freePortOn(c.ip)
 	if err != nil {
 		return err
 	}
-	serving, err := c.ca.serving()
+	serving, err := c.ca.serving(c.ip)
 	if err != nil {
 		return err
 	}
@@ -159,10 +161,10 @@ func (c *Cluster) configureAPIServer(extra []string) error {
 	if err := writeServiceAccountKeys(saKey, saPub); err != nil {
 		return err
 	}
-	c.host = "https://127.0.0.1:" + strconv.Itoa(port)
+	c.host = "https://" + net.JoinHostPort(c.ip.String(), strconv.Itoa(port))
 	c.apiArgs = append(c.apiArgs,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address="+c.ip.String(),
+		"--advertise-address="+c.ip.String(),
 		"--endpoint-reconciler-type=none", // a loopback address may not back the kubernetes Service
 		"--secure-port="+strconv.Itoa(port),
 		"--tls-cert-file="+filepath.Join(c.dir, "serving.crt"),
@@ -293,14 +295,26 @@ func (c *Cluster) CreateNamespace(ctx context.Context, prefix string) (string, e
 	return ns.Name, nil
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) { return freePortOn(net.IPv4(127, 0, 0, 1)) }
+
+func freePortOn(ip net.IP) (int, error) {
+	l, err := net.ListenTCP("tcp", &net.TCPAddr{IP: ip})
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// privateLoopback returns a random address in 127.0.0.0/8 other than
+// 127.0.0.1, for one cluster's etcd and apiserver. A port picked free there
+// stays free until the process binds it, and again while a fault test
+// keeps the apiserver down: other tests listen on 127.0.0.1, and outgoing
+// connections take their ports from 127.0.0.1 too (Linux's source address
+// for every loopback destination).
+func privateLoopback() net.IP {
+	return net.IPv4(127, byte(1+rand.IntN(254)), byte(rand.IntN(256)), byte(1+rand.IntN(254)))
 }
 
 // restConfig returns the rest.Config of a client certificate against host.

@@ -55,12 +55,13 @@ type keyPair struct {
 	certPEM, keyPEM []byte
 }
 
-// serving issues the apiserver's certificate, valid for the loopback address.
-func (a *authority) serving() (keyPair, error) {
+// serving issues the apiserver's certificate, valid for ip and the usual
+// loopback addresses.
+func (a *authority) serving(ip net.IP) (keyPair, error) {
 	return a.issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IPAddresses: []net.IP{ip, net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 }

@@ -63,7 +63,7 @@ type appSpan struct {
 }
 
 // fakeApp is the app beside one gated member: an HTTP server on a fixed
-// 127.0.0.1 port whose /healthz answers as its mode says. A crash closes
+// loopback port whose /healthz answers as its mode says. A crash closes
 // the listener and every open connection, so probes get "connection
 // refused" as from a dead process; a restart listens again on the same
 // address (Go sets SO_REUSEADDR, so connections in TIME_WAIT do not stop
