@@ -114,13 +114,24 @@ func (m *member) record(s sample) {
 	m.samples = append(m.samples, s)
 }
 
+// exited reports whether the member's sidecar has exited.
+func (m *member) exited() bool {
+	select {
+	case <-m.inst.Exited():
+		return true
+	default:
+		return false
+	}
+}
+
 // term is what the sampler saw of one term of a member.
 type term struct {
 	acquiredAt time.Time // as reported
 	validUntil time.Time // the latest reported
 	lastLeader time.Time // recv of the last leader:true sample
-	// leadingAtEnd: the member's last sample still reported this term, so
-	// its later beats may be covered by renewals nobody sampled.
+	// leadingAtEnd: the member's last sample still reported this term and
+	// its sidecar still runs, so the term's later beats may be covered by
+	// renewals nobody sampled.
 	leadingAtEnd bool
 }
 
@@ -141,7 +152,7 @@ func (m *member) terms(t *testing.T) map[fence.Token]*term {
 		tm.validUntil = later(tm.validUntil, parseTime(t, s.st.ValidUntil))
 		tm.lastLeader = s.recv
 	}
-	if n := len(m.samples); n > 0 && m.samples[n-1].st.Leader {
+	if n := len(m.samples); n > 0 && m.samples[n-1].st.Leader && !m.exited() {
 		out[m.samples[n-1].st.FencingToken].leadingAtEnd = true
 	}
 	return out
@@ -371,9 +382,9 @@ func stopReason(m *member) string {
 // checkRunsWhileLeading checks every run of every member: its token is one
 // that member's sidecar reported while leader, its first beat is at least
 // the start delay after the term was acquired, and its last is no later than the
-// term's validity plus grace plus slack. A run whose term the member still
-// reported in its last sample is judged only up to that sample: the term
-// may have been renewed since.
+// term's validity plus grace plus slack. A run whose term a still running
+// sidecar reported in its last sample is judged only up to that sample: the
+// term may have been renewed since.
 func (tr *trial) checkRunsWhileLeading() {
 	tr.t.Helper()
 	for _, m := range tr.members {
