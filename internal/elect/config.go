@@ -2,12 +2,13 @@ package elect
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/elect/decide"
 )
 
 // Config describes one candidate for one Lease.
@@ -17,17 +18,19 @@ type Config struct {
 	// Namespace and Name locate the Lease.
 	Namespace, Name string
 	// Identity is this candidate's holderIdentity. It must be unique among
-	// all candidates, across restarts (see package config for the default).
+	// all candidates and across restarts (see package config for the
+	// default): a record naming it is taken to be this process's own write.
 	Identity string
 
-	// LeaseDuration is how long others wait, after observing the last
-	// renewal, before they take the Lease. Whole seconds.
+	// LeaseDuration is how long others wait, after first observing a
+	// version of the record, before they take it. Whole seconds. Every
+	// instance of one Lease must use the same timings.
 	LeaseDuration time.Duration
 	// RenewDeadline is how long a term stays valid after the send time of
 	// its last successful write.
 	RenewDeadline time.Duration
-	// RetryPeriod is the interval between renewals, and between polls when
-	// the watch is unavailable.
+	// RetryPeriod is the interval between renewals, between polls when the
+	// watch is unavailable, and the first backoff after an error.
 	RetryPeriod time.Duration
 
 	// ReleaseOnStop releases the Lease when Run's context ends while this
@@ -48,31 +51,34 @@ type Config struct {
 	Metrics *Metrics
 }
 
-// validate applies client-go's timing rules plus the one client-go omits,
-// renewDeadline + retryPeriod < leaseDuration, which is what keeps a leader
-// from believing it leads after the others judged its lease expired.
-func (c *Config) validate() error {
-	switch {
-	case c.Leases == nil:
-		return errors.New("elect: Leases client is required")
-	case c.Namespace == "" || c.Name == "":
-		return errors.New("elect: Lease namespace and name are required")
-	case c.Identity == "":
-		return errors.New("elect: Identity is required")
-	case c.LeaseDuration < time.Second || c.LeaseDuration%time.Second != 0:
-		return fmt.Errorf("elect: leaseDuration %s must be whole seconds, at least 1s", c.LeaseDuration)
-	case c.RetryPeriod <= 0:
-		return fmt.Errorf("elect: retryPeriod %s must be positive", c.RetryPeriod)
-	case 5*c.RenewDeadline <= 6*c.RetryPeriod:
-		return fmt.Errorf("elect: renewDeadline %s must exceed 1.2 × retryPeriod %s", c.RenewDeadline, c.RetryPeriod)
-	case c.RenewDeadline+c.RetryPeriod >= c.LeaseDuration:
-		return fmt.Errorf("elect: renewDeadline %s + retryPeriod %s must be less than leaseDuration %s", c.RenewDeadline, c.RetryPeriod, c.LeaseDuration)
+// decideConfig is the decision core's part of c.
+func (c *Config) decideConfig(seed uint64) decide.Config {
+	return decide.Config{
+		Namespace: c.Namespace, Name: c.Name, Identity: c.Identity,
+		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
+		ReleaseOnStop: c.ReleaseOnStop, StartWithdrawn: c.StartWithdrawn,
+		Seed: seed,
 	}
-	return nil
 }
 
-// requestTimeout bounds every API request the loop makes, so that a
-// black-holed apiserver cannot stall the loop for longer than one period.
+// validate checks c; the timing rules are the decision core's.
+func (c *Config) validate() error {
+	if c.Leases == nil {
+		return errors.New("elect: Leases client is required")
+	}
+	dc := c.decideConfig(0)
+	return dc.Validate()
+}
+
+// requestTimeout bounds every API request the elector makes, so that a
+// black-holed apiserver cannot stall the election for longer than one
+// period.
 func (c *Config) requestTimeout() time.Duration {
 	return max(c.RetryPeriod, time.Second)
+}
+
+// shutdownTimeout bounds the release on shutdown: the wait for holds on the
+// ended term (at most its validity, ≤ RenewDeadline) plus a read and a write.
+func (c *Config) shutdownTimeout() time.Duration {
+	return c.RenewDeadline + 2*c.requestTimeout()
 }

@@ -15,12 +15,15 @@ import (
 	"github.com/leasehold/leasehold/internal/fence"
 )
 
-// A fresh Lease is created by the first candidate; its token is the
-// resourceVersion of that create and is published on the Lease; validity is
-// the write's send time + renewDeadline.
-func TestAcquireCreatesLeaseAndPublishesToken(t *testing.T) {
+// A missing Lease: the first candidate creates an empty record and, having
+// observed it for a lease duration (a fresh candidate cannot know that no
+// one leads), acquires it with one Update conditioned on its
+// resourceVersion. The token is the resourceVersion of that write and is
+// published on the Lease; validity is the write's send time +
+// renewDeadline.
+func TestMissingLeaseIsCreatedEmptyThenAcquiredAfterALeaseDuration(t *testing.T) {
 	f := newFixture(t)
-	before := time.Now()
+	started := time.Now()
 	a := f.start("a")
 	s := a.waitFor(t, "a leads", leading)
 	after := time.Now()
@@ -28,8 +31,11 @@ func TestAcquireCreatesLeaseAndPublishesToken(t *testing.T) {
 	if s.Holder != "a" || s.Term != 0 || s.Token == 0 {
 		t.Fatalf("snapshot after acquire: %+v", *s)
 	}
-	if s.ValidUntil.Before(before.Add(renewDeadline)) || s.ValidUntil.After(after.Add(renewDeadline)) {
-		t.Errorf("ValidUntil %v not within [%v, %v] (send time + renewDeadline)", s.ValidUntil, before.Add(renewDeadline), after.Add(renewDeadline))
+	if s.ValidUntil.Before(started.Add(leaseDuration + renewDeadline)) {
+		t.Errorf("ValidUntil %v: acquired before a lease duration had passed since the start (%v)", s.ValidUntil, started)
+	}
+	if s.ValidUntil.After(after.Add(renewDeadline)) {
+		t.Errorf("ValidUntil %v after the acquire's answer + renewDeadline (%v)", s.ValidUntil, after.Add(renewDeadline))
 	}
 	lease := f.waitLease(func(l *coordinationv1.Lease) bool { return l.Annotations[fence.Annotation] != "" })
 	published, ok := fence.Published(lease.Annotations)
@@ -38,6 +44,9 @@ func TestAcquireCreatesLeaseAndPublishesToken(t *testing.T) {
 	}
 	if rv := mustToken(t, lease.ResourceVersion); s.Token >= rv {
 		t.Errorf("token %d is not the resourceVersion of an earlier write than the Lease's %d", s.Token, rv)
+	}
+	if creates := a.requests.Count("create", "201"); creates != 1 {
+		t.Errorf("%v creates; want the one empty record", creates)
 	}
 }
 

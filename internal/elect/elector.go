@@ -4,14 +4,22 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/elect/decide"
+	"github.com/leasehold/leasehold/internal/fence"
 )
 
-// ErrStopped is returned by Release once Run has returned.
+// ReleasedByAnnotation names, on a released Lease, the holder that released
+// it (see package decide).
+const ReleasedByAnnotation = decide.ReleasedByAnnotation
+
+// ErrStopped is returned by Release and SetCandidate once Run has returned.
 var ErrStopped = errors.New("elect: elector stopped")
 
 // Elector campaigns for one Lease. Create it with New, start it with Run
@@ -23,24 +31,24 @@ type Elector struct {
 	metrics *Metrics
 
 	snapshots *Publisher
+	holds     *holds
 	requests  chan request
 	started   atomic.Bool
 	done      chan struct{}
 }
 
-// request asks the loop to run do on its own goroutine, the only one that
-// may touch the election state, and to send the result to reply.
+// request asks the loop to feed input (a Release or SetCandidate, whose ID
+// the loop assigns) to the decision core, and to send its Reply to reply.
 type request struct {
-	do    func(ctx context.Context, l *loop) releaseResult
-	reply chan releaseResult // buffered: the loop never blocks on it
-}
-
-type releaseResult struct {
-	released bool
-	err      error
+	release   *decide.Release
+	candidacy *decide.SetCandidate
+	reply     chan decide.Reply // buffered: the loop never blocks on it
 }
 
 // New checks cfg and returns an Elector that has not started campaigning.
+// Its Snapshot's Index starts at the clock's reading in microseconds, so
+// that indices of different processes never collide: a client that kept an
+// index across a restart gets an answer at once.
 func New(cfg Config) (*Elector, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -50,6 +58,7 @@ func New(cfg Config) (*Elector, error) {
 		clock:    cfg.Clock,
 		log:      cfg.Logger,
 		metrics:  cfg.Metrics,
+		holds:    newHolds(),
 		requests: make(chan request),
 		done:     make(chan struct{}),
 	}
@@ -63,23 +72,32 @@ func New(cfg Config) (*Elector, error) {
 		e.metrics = NewMetrics(nil)
 	}
 	e.log = e.log.With("lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity)
-	e.snapshots = NewPublisher(Snapshot{Identity: cfg.Identity, Namespace: cfg.Namespace, Lease: cfg.Name})
+	e.snapshots = NewPublisher(Snapshot{
+		Identity: cfg.Identity, Namespace: cfg.Namespace, Lease: cfg.Name,
+		Index: uint64(max(e.clock.Now().UnixMicro(), 0)),
+	})
 	return e, nil
 }
 
 // Run campaigns until ctx ends: acquire, renew, step down, campaign again.
 // When ctx ends it stops reporting leadership at once, then, if
-// ReleaseOnStop is set and this instance holds the Lease, releases it
-// (bounded by RenewDeadline), and returns. It returns a non-nil error only
-// if the election cannot go on safely. Run may be called once.
+// ReleaseOnStop is set and this instance holds the Lease, releases it (after
+// the holds on the term, bounded by the term's validity and the whole by
+// RenewDeadline plus two request timeouts), and returns. It returns a
+// non-nil error only if the election cannot go on safely. Run may be called
+// once.
 func (e *Elector) Run(ctx context.Context) error {
 	if !e.started.CompareAndSwap(false, true) {
 		return errors.New("elect: Run called twice")
 	}
 	defer close(e.done)
+	machine, err := decide.New(e.cfg.decideConfig(rand.Uint64()))
+	if err != nil {
+		return err
+	}
 
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	events := make(chan watchEvent)
+	events := make(chan decide.Input)
 	var watcher sync.WaitGroup
 	watcher.Go(func() { e.watchLease(watchCtx, events) })
 	defer func() {
@@ -87,7 +105,9 @@ func (e *Elector) Run(ctx context.Context) error {
 		watcher.Wait()
 	}()
 
-	return newLoop(e).run(ctx, events)
+	d := newDriver(e, machine)
+	defer d.wait()
+	return d.run(ctx, events)
 }
 
 // Done is closed when Run has returned.
@@ -97,15 +117,12 @@ func (e *Elector) Done() <-chan struct{} { return e.done }
 func (e *Elector) Snapshot() *Snapshot { return e.snapshots.Load() }
 
 // Release steps down if this instance leads, releases the Lease (safely, as
-// on shutdown), and keeps this instance out of the election for stayOut
-// (whether or not it was leading, so an app that knows it is unfit can keep
-// leadership away from itself). It reports whether a release was written.
-// Calling it again is harmless.
+// on shutdown, after the holds on the term), and keeps this instance out of
+// the election for stayOut (whether or not it was leading, so an app that
+// knows it is unfit can keep leadership away from itself). It reports
+// whether a release was written. Calling it again is harmless.
 func (e *Elector) Release(ctx context.Context, stayOut time.Duration) (bool, error) {
-	return e.call(ctx, func(ctx context.Context, l *loop) releaseResult {
-		l.stayOutUntil = l.clock.Now().Add(stayOut)
-		return l.leave(ctx, "release requested")
-	})
+	return e.call(ctx, request{release: &decide.Release{StayOut: stayOut}})
 }
 
 // SetCandidate takes this instance out of the election (false) or puts it
@@ -118,25 +135,25 @@ func (e *Elector) Release(ctx context.Context, stayOut time.Duration) (bool, err
 // change candidacy are harmless; a stay-out asked by Release still applies
 // after SetCandidate(true).
 func (e *Elector) SetCandidate(ctx context.Context, candidate bool, reason string) (bool, error) {
-	return e.call(ctx, func(ctx context.Context, l *loop) releaseResult {
-		if candidate {
-			if l.withdrawn {
-				l.log.Info("back in the election", "reason", reason)
-			}
-			l.withdrawn = false
-			return releaseResult{}
-		}
-		if !l.withdrawn {
-			l.log.Warn("withdrawn from the election", "reason", reason)
-		}
-		l.withdrawn = true
-		return l.leave(ctx, "withdrawn from the election: "+reason)
+	return e.call(ctx, request{candidacy: &decide.SetCandidate{Candidate: candidate, Reason: reason}})
+}
+
+// Hold holds the term with token, if this instance leads it now: a
+// voluntary release of that term (Release, SetCandidate(false), shutdown)
+// then waits until every hold on it has ended, but never past the term's
+// validity. It returns false, and no hold, when this instance does not lead
+// with token or the term is already being released. Calling the returned
+// func ends the hold; it is idempotent.
+func (e *Elector) Hold(token fence.Token) (end func(), ok bool) {
+	return e.holds.take(token, func() bool {
+		s := e.Snapshot()
+		return s.Token == token && s.IsLeader(e.clock.Now())
 	})
 }
 
-// call runs do on the loop's goroutine and returns its result.
-func (e *Elector) call(ctx context.Context, do func(ctx context.Context, l *loop) releaseResult) (bool, error) {
-	req := request{do: do, reply: make(chan releaseResult, 1)}
+// call hands req to the loop and waits for its reply.
+func (e *Elector) call(ctx context.Context, req request) (bool, error) {
+	req.reply = make(chan decide.Reply, 1)
 	select {
 	case e.requests <- req:
 	case <-e.done:
@@ -146,7 +163,9 @@ func (e *Elector) call(ctx context.Context, do func(ctx context.Context, l *loop
 	}
 	select {
 	case r := <-req.reply:
-		return r.released, r.err
+		return r.Released, r.Err
+	case <-e.done:
+		return false, ErrStopped
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}

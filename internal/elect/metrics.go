@@ -9,6 +9,7 @@ type Metrics struct {
 	transitions   prometheus.Counter
 	renewDuration prometheus.Histogram
 	renewFailures prometheus.Counter
+	errors        prometheus.Counter
 	watchUp       prometheus.Gauge
 }
 
@@ -29,13 +30,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "leasehold_renew_failures_total",
 			Help: "Renew writes by the leader that failed.",
 		}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "leasehold_lease_request_errors_total",
+			Help: "Requests on the Lease that failed with an error other than a conflict (a missing namespace, a 403, a timeout); the last one is lastError in /v1/status.",
+		}),
 		watchUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "leasehold_watch_up",
 			Help: "1 while a watch on the Lease is open; 0 while this instance falls back to polling every retryPeriod.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.transitions, m.renewDuration, m.renewFailures, m.watchUp)
+		reg.MustRegister(m.transitions, m.renewDuration, m.renewFailures, m.errors, m.watchUp)
 	}
 	return m
 }

@@ -14,11 +14,11 @@ type Publisher struct {
 	current atomic.Pointer[Snapshot]
 }
 
-// NewPublisher returns a Publisher whose current snapshot is initial, at
-// Index 0.
+// NewPublisher returns a Publisher whose current snapshot is initial, with
+// initial.Index as the first Index.
 func NewPublisher(initial Snapshot) *Publisher {
 	p := &Publisher{}
-	initial.Index, initial.changed = 0, make(chan struct{})
+	initial.changed = make(chan struct{})
 	p.current.Store(&initial)
 	return p
 }

@@ -40,9 +40,17 @@ type Snapshot struct {
 	// Heartbeat is the local time the loop last ran. It advances at least
 	// once per LeaseDuration while the loop is healthy.
 	Heartbeat time.Time
+	// LastError is the error of the last failed request on the Lease (a
+	// missing namespace, a 403, a timeout), "" once a later request
+	// succeeded; LastErrorAt is when it failed. Changes alone do not move
+	// Index.
+	LastError   string
+	LastErrorAt time.Time
 
 	// Index increases whenever Leading, Holder, Term or Token changes, and
-	// only then: renewals do not move it.
+	// only then: renewals do not move it. It starts at the process's start
+	// time in microseconds (see New), so indices of different processes do
+	// not collide.
 	Index uint64
 
 	changed chan struct{} // closed when a snapshot with a larger Index is published

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -152,7 +153,16 @@ func TestWithdrawnElectorNeverAcquiresOnAFakeClock(t *testing.T) {
 // configure, if given, changes the Config before the Elector is made.
 func fakeElection(t *testing.T, fakeClock *clocktesting.FakeClock, beforeUpdate func() error, configure ...func(*elect.Config)) *elect.Elector {
 	t.Helper()
-	cs := fake.NewClientset()
+	// The Lease starts released by its last holder, so the elector takes it
+	// at once (a missing one it would only take a lease duration later).
+	empty := ""
+	cs := fake.NewClientset(&coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: "l", ResourceVersion: "900",
+			Annotations: map[string]string{elect.ReleasedByAnnotation: "previous"},
+		},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &empty},
+	})
 	// The fake's lists carry small resourceVersions of their own (an empty
 	// list says "1"); etcd's revisions of later writes are always larger
 	// than any earlier list's, so the stamps start above them.

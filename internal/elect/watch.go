@@ -11,35 +11,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/internal/elect/decide"
 )
 
 // maxWatchBackoff caps the delay between attempts to (re)open the watch.
 const maxWatchBackoff = 30 * time.Second
 
-// watchEvent is what the watcher tells the loop: a Lease observation, or a
-// change of the watch's health.
-type watchEvent struct {
-	kind  watchEventKind
-	lease *coordinationv1.Lease // observed: the Lease, nil when it does not exist
-	rv    string                // observed: the resourceVersion of the observation
-	err   error                 // down: why
-}
-
-type watchEventKind int
-
-const (
-	observed watchEventKind = iota
-	up
-	down
-)
-
 // watchLease lists and watches the one Lease (field selector on its name)
-// and sends what it sees to out, until ctx ends. This is a hand-written
+// and sends what it sees to out (decide.Observed, WatchUp, WatchDown), until
+// ctx ends. This is a hand-written
 // list+watch rather than a client-go Reflector: for a single object the loop
 // needs to know at each moment whether a watch stream is open (so it can
 // fall back to polling), which a Reflector does not expose.
-func (e *Elector) watchLease(ctx context.Context, out chan<- watchEvent) {
-	send := func(ev watchEvent) bool {
+func (e *Elector) watchLease(ctx context.Context, out chan<- decide.Input) {
+	send := func(ev decide.Input) bool {
 		select {
 		case out <- ev:
 			return true
@@ -56,7 +42,7 @@ func (e *Elector) watchLease(ctx context.Context, out chan<- watchEvent) {
 		if ctx.Err() != nil {
 			return
 		}
-		if !send(watchEvent{kind: down, err: err}) {
+		if !send(decide.WatchDown{Err: err}) {
 			return
 		}
 		if e.clock.Since(opened) > maxWatchBackoff {
@@ -79,7 +65,7 @@ type leaseLister interface {
 
 // watchOnce lists, then watches from the list's resourceVersion until the
 // stream ends. It returns why the stream ended.
-func (e *Elector) watchOnce(ctx context.Context, leases leaseLister, selector string, send func(watchEvent) bool) error {
+func (e *Elector) watchOnce(ctx context.Context, leases leaseLister, selector string, send func(decide.Input) bool) error {
 	listCtx, cancel := context.WithTimeout(ctx, e.cfg.requestTimeout())
 	list, err := leases.List(listCtx, metav1.ListOptions{FieldSelector: selector})
 	cancel()
@@ -88,9 +74,9 @@ func (e *Elector) watchOnce(ctx context.Context, leases leaseLister, selector st
 	}
 	// An object is versioned by its own resourceVersion; absence by the
 	// list's.
-	listed := watchEvent{kind: observed, rv: list.ResourceVersion}
+	listed := decide.Observed{ResourceVersion: list.ResourceVersion}
 	if len(list.Items) > 0 {
-		listed.lease, listed.rv = &list.Items[0], list.Items[0].ResourceVersion
+		listed.Lease, listed.ResourceVersion = &list.Items[0], list.Items[0].ResourceVersion
 	}
 	if !send(listed) {
 		return ctx.Err()
@@ -104,7 +90,7 @@ func (e *Elector) watchOnce(ctx context.Context, leases leaseLister, selector st
 		return fmt.Errorf("watch: %w", err)
 	}
 	defer w.Stop()
-	if !send(watchEvent{kind: up}) {
+	if !send(decide.WatchUp{}) {
 		return ctx.Err()
 	}
 	for {
@@ -120,11 +106,11 @@ func (e *Elector) watchOnce(ctx context.Context, leases leaseLister, selector st
 		}
 		switch ev.Type {
 		case watch.Added, watch.Modified:
-			if l, ok := ev.Object.(*coordinationv1.Lease); ok && !send(watchEvent{kind: observed, lease: l, rv: l.ResourceVersion}) {
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && !send(decide.Observed{Lease: l, ResourceVersion: l.ResourceVersion}) {
 				return ctx.Err()
 			}
 		case watch.Deleted:
-			if l, ok := ev.Object.(*coordinationv1.Lease); ok && !send(watchEvent{kind: observed, lease: nil, rv: l.ResourceVersion}) {
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && !send(decide.Observed{ResourceVersion: l.ResourceVersion}) {
 				return ctx.Err()
 			}
 		case watch.Error:

@@ -1,4 +1,4 @@
-package elect
+package decide
 
 import (
 	"math"
@@ -11,6 +11,11 @@ import (
 	"github.com/leasehold/leasehold/internal/fence"
 )
 
+// ReleasedByAnnotation names, on a released Lease, the holder that released
+// it: its signature. Candidates take a Lease released by its holder at once;
+// an empty record without it only after waiting a full lease duration.
+const ReleasedByAnnotation = "leasehold.io/released-by"
+
 // The helpers below read a Lease defensively: any field may be missing or
 // hostile (written by hand), and none of them may panic.
 
@@ -19,6 +24,15 @@ func holderOf(l *coordinationv1.Lease) string {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
+}
+
+// releasedBy returns the signature of a released (empty) record, "" when
+// the record is held, unsigned or missing.
+func releasedBy(l *coordinationv1.Lease) string {
+	if l == nil || holderOf(l) != "" {
+		return ""
+	}
+	return l.Annotations[ReleasedByAnnotation]
 }
 
 func transitionsOf(l *coordinationv1.Lease) int32 {

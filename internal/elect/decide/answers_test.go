@@ -1,0 +1,242 @@
+package decide
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// An acquire whose write landed but whose answer was lost: the record names
+// this instance, which takes it back with a fresh conditional write (a new
+// term, its token that write's resourceVersion) after one backoff, instead
+// of waiting out its own lease like a stranger's.
+func TestLostAcquireAnswerIsTakenBackAtOnce(t *testing.T) {
+	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+	held(h.store, "x", 15)
+	released(h.store, "x")
+	h.lose[Acquire] = 1
+	h.begin(false) // read, then the acquire, whose answer is lost
+	if h.leading() {
+		t.Fatal("leading on a lost answer")
+	}
+	lost := h.store.lease.ResourceVersion
+	if holderOf(h.store.lease) != "c" {
+		t.Fatalf("the lost acquire did not land: holder %q", holderOf(h.store.lease))
+	}
+	took := h.waitLeading(h.start, 15*time.Second)
+	if took > 2*time.Second+100*time.Millisecond {
+		t.Errorf("took the record back after %v; want one backoff (retryPeriod 2s), not a lease duration", took)
+	}
+	if tok := h.last.Report.Token; tok.String() == lost || tok <= tokenOf(lost) {
+		t.Errorf("token %d: want the new write's resourceVersion, above the lost write's %s", tok, lost)
+	}
+}
+
+// A renewal whose answer is lost leaves validity where the last answered
+// write put it; the next renewal extends it again.
+func TestLostRenewAnswerKeepsTheLastValidity(t *testing.T) {
+	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+	held(h.store, "c", 15)
+	h.begin(false) // with a watch, its echo of the landed write would tell
+	valid := h.last.Report.ValidUntil
+	h.lose[Renew] = 1
+	h.advance(2 * time.Second) // the renewal at +2s lands, unanswered
+	if got := h.last.Report.ValidUntil; !got.Equal(valid) {
+		t.Fatalf("validUntil moved to %v on a lost answer (was %v)", got, valid)
+	}
+	h.advance(2 * time.Second) // the next one is answered
+	if got, want := h.last.Report.ValidUntil, h.start.Add(14*time.Second); !got.Equal(want) {
+		t.Errorf("validUntil %v, want the answered write's send time + renewDeadline = %v", got, want)
+	}
+}
+
+// A renewal that conflicts is followed by a read at once; the term ends the
+// moment the read shows another holder or a deletion, long before
+// validUntil. After a deletion the instance, whose term was valid, takes the
+// Lease back at once (two round trips: placeholder, acquire).
+func TestConflictThenReadEndsTheTermAtOnce(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit      func(s *store)
+		leadAgain bool
+	}{
+		"another holder": {edit: func(s *store) { held(s, "y", 15) }},
+		"deleted":        {edit: func(s *store) { s.remove() }, leadAgain: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+			held(h.store, "c", 15)
+			h.begin(false) // no watch: only the renewal's conflict tells
+			first := h.last.Report
+			h.advance(time.Second)
+			tc.edit(h.store)
+			h.advance(time.Second) // the renewal at +2s
+			if tc.leadAgain {
+				if !h.leading() || h.last.Report.Token <= first.Token {
+					t.Fatalf("after the deletion: leading=%v token %d; want a new term at once", h.leading(), h.last.Report.Token)
+				}
+				return
+			}
+			if h.leading() || h.last.Report.Holder != "y" {
+				t.Fatalf("after the conflict: leading=%v holder %q; want y at once", h.leading(), h.last.Report.Holder)
+			}
+		})
+	}
+}
+
+// A renewal answered after validity ran out does not revive the term that
+// readers were told had ended: a new term, with a new token, starts.
+func TestLateRenewalStartsANewTerm(t *testing.T) {
+	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+	held(h.store, "c", 15)
+	h.begin(true)
+	first := h.last.Report.Token
+	h.advance(2*time.Second - time.Millisecond)
+	h.now = h.now.Add(time.Millisecond)
+	out := h.m.Step(h.now, Tick{})
+	if out.Request == nil || out.Request.Purpose != Renew {
+		t.Fatalf("want a renewal at +2s, got %+v", out.Request)
+	}
+	h.record(out)
+	answer := h.perform(*out.Request)
+	h.now = h.now.Add(11 * time.Second) // the answer takes longer than renewDeadline
+	out = h.m.Step(h.now, answer)
+	h.record(out)
+	for out.Request != nil {
+		out = h.m.Step(h.now, h.perform(*out.Request))
+		h.record(out)
+	}
+	if r := h.last.Report; !r.Leading || r.Token <= first {
+		t.Fatalf("after a late renewal: leading=%v token %d (was %d); want a new, larger term", r.Leading, r.Token, first)
+	}
+}
+
+// etcd restored without --bump-revision: an acquire whose token is not
+// above a resourceVersion already seen starts no term; the record is
+// released and the next attempt backs off, doubling, instead of spinning.
+// A leader whose read shows another holder at a smaller resourceVersion
+// steps down on it.
+func TestResourceVersionRollback(t *testing.T) {
+	t.Run("acquire refused, backing off", func(t *testing.T) {
+		h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+		held(h.store, "x", 15)
+		released(h.store, "x")
+		h.begin(false)
+		if !h.leading() {
+			t.Fatal("c does not lead")
+		}
+		h.store.rev -= 50 // the restore
+		h.store.remove()
+		h.advance(time.Minute)
+		if h.leading() {
+			t.Fatal("c leads with a token below one it saw")
+		}
+		var gaps []time.Duration
+		var prev time.Time
+		for _, s := range h.sent {
+			if s.Purpose == Acquire && s.at.After(h.start) {
+				if !prev.IsZero() {
+					gaps = append(gaps, s.at.Sub(prev).Round(time.Millisecond))
+				}
+				prev = s.at
+			}
+		}
+		if len(gaps) < 3 || len(gaps) > 12 || gaps[1] < gaps[0] || gaps[len(gaps)-1] < 8*time.Second {
+			t.Errorf("gaps between refused acquires: %v; want growing to the cap, a few per minute", gaps)
+		}
+		if !strings.Contains(h.last.Report.LastError, "not above") {
+			t.Errorf("lastError %q does not say why", h.last.Report.LastError)
+		}
+	})
+	t.Run("leader steps down on a rolled-back read", func(t *testing.T) {
+		h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+		held(h.store, "c", 15)
+		h.begin(false)
+		if !h.leading() {
+			t.Fatal("c does not lead")
+		}
+		h.store.rev -= 50
+		held(h.store, "y", 15) // y's write in the restored timeline, at a smaller resourceVersion
+		h.advance(2 * time.Second)
+		if h.leading() || h.last.Report.Holder != "y" {
+			t.Fatalf("leading=%v holder %q; want y at once", h.leading(), h.last.Report.Holder)
+		}
+	})
+}
+
+// leaseTransitions at MaxInt32 (anyone may write it) saturates: no
+// overflow, no rejected write.
+func TestMaxInt32TransitionsSaturate(t *testing.T) {
+	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+	held(h.store, "x", 15)
+	h.store.edit(func(l *coordinationv1.Lease) { l.Spec.LeaseTransitions = new(int32(math.MaxInt32)) })
+	released(h.store, "x")
+	h.begin(true)
+	if !h.leading() || h.last.Report.Term != math.MaxInt32 {
+		t.Fatalf("leading=%v term %d; want MaxInt32", h.leading(), h.last.Report.Term)
+	}
+}
+
+// A token annotation made up by hand (larger than the record's own
+// resourceVersion) is not repeated as the holder's token.
+func TestForgedTokenAnnotationIsNotReported(t *testing.T) {
+	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+	held(h.store, "x", 15)
+	h.store.edit(func(l *coordinationv1.Lease) {
+		l.Annotations = map[string]string{fence.Annotation: strconv.FormatInt(h.store.rev+1000, 10)}
+	})
+	h.begin(true)
+	if r := h.last.Report; r.Holder != "x" || r.Token != 0 {
+		t.Errorf("holder %q token %d; want x with no credible token", r.Holder, r.Token)
+	}
+}
+
+// A leader whose record someone signed as released, or annotated, keeps it:
+// it renews on the new version at once and strips the signature.
+func TestLeaderRenewsOnItsEditedRecordAndStripsASignature(t *testing.T) {
+	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+	held(h.store, "c", 15)
+	h.begin(true)
+	token := h.last.Report.Token
+	h.advance(500 * time.Millisecond)
+	h.store.edit(func(l *coordinationv1.Lease) { l.Annotations[ReleasedByAnnotation] = "c" })
+	h.feed(Tick{})
+	if !h.leading() || h.last.Report.Token != token {
+		t.Fatalf("leading=%v token %d; want the same term", h.leading(), h.last.Report.Token)
+	}
+	if _, signed := h.store.lease.Annotations[ReleasedByAnnotation]; signed || holderOf(h.store.lease) != "c" {
+		t.Errorf("record after the renewal: holder %q annotations %v", holderOf(h.store.lease), h.store.lease.Annotations)
+	}
+}
+
+// A Create answered NotFound (the namespace does not exist) is an error: it
+// is reported (lastError names the namespace), counted, and retried with a
+// backoff that starts at retryPeriod and grows, not at once.
+func TestMissingNamespaceBacksOff(t *testing.T) {
+	s := newStore("ns", "lease")
+	s.namespaceMissing = true
+	h := newHarness(t, standardConfig("c"), s)
+	h.begin(false)
+	errors := h.last.Counts.Errors
+	h.advance(time.Minute)
+	creates := h.count(Placeholder, h.start)
+	if creates < 4 || creates > 12 {
+		t.Errorf("%d creates in a minute; want a few (backoff from 2s, doubling to 8s)", creates)
+	}
+	if r := h.last.Report; !strings.Contains(r.LastError, `namespace "ns" not found`) {
+		t.Errorf("lastError %q; want it to name the namespace", r.LastError)
+	}
+	if errors == 0 {
+		t.Error("the first failure was not counted")
+	}
+	s.namespaceMissing = false
+	h.waitLeading(h.now, 30*time.Second)
+	if h.last.Report.LastError != "" {
+		t.Errorf("lastError %q after success; want none", h.last.Report.LastError)
+	}
+}

@@ -1,0 +1,64 @@
+// Package decide is leasehold's election decision core: every decision of
+// one candidate for one coordination.k8s.io/v1 Lease, as a pure function of
+// its state, one input and the local time.
+//
+// A Machine performs no I/O and reads no clock. Its driver (package elect)
+// feeds it inputs (watch observations, the answer to the one API request it
+// asked for, timer ticks, release and candidacy requests, shutdown) with the
+// local time of each, and carries out the Output: send the request, publish
+// the Report, answer callers, log, wake it again by Output.Wake. The same
+// Machine runs, unchanged, in the deterministic simulator of this package's
+// tests, against an in-memory Lease store that enforces resourceVersion
+// preconditions, under lost requests and answers, partitions, pauses,
+// clock drift and hand edits. In the style of etcd's raft.Node.Step.
+//
+// # Safety contract
+//
+// The guarantee: no two instances report a valid term at the same instant,
+// as long as every instance of one Lease runs with the same timings
+// (leaseDuration, renewDeadline, retryPeriod) and clock rates differ by less
+// than fence.MaxClockDrift. It rests on these rules.
+//
+//   - Validity. A term is valid until the send time of its last successful
+//     acquire or renew write plus renewDeadline (fence.ValidUntil), never
+//     longer; an answer that arrives after that does not revive the term.
+//   - Every acquisition is one Update conditioned on the resourceVersion of
+//     the record judged free. A missing Lease is never acquired by Create:
+//     a candidate creates an empty placeholder record and acquires that,
+//     because "absent now" says nothing about what happened in between
+//     (another instance may have created, led and lost a Lease that was then
+//     deleted), while a resourceVersion precondition proves that the record
+//     did not change between its observation and the write.
+//   - When a record is free. A record held by another identity is free at
+//     the local time this instance first observed that version plus the
+//     larger of its leaseDurationSeconds and this instance's own
+//     leaseDuration; a claim's expiry never moves earlier (a hand-shortened
+//     duration changes nothing). An empty record is free at once only when
+//     its holder signed the release (ReleasedByAnnotation), or when this
+//     instance observed it while its own term was valid (nobody else can
+//     have acquired in that time); any other empty record is free only after
+//     this instance has itself observed that version for the same full
+//     duration (a fresh candidate has observed nothing, and a claim from
+//     before failed polls is stale). A record that names this instance is
+//     its own write (identities are unique per process) and is taken back at
+//     once, with a new term: that is how an acquire whose answer was lost is
+//     recovered without waiting out the Lease.
+//   - Step-down is immediate: the term ends the moment a read, a watch event
+//     or a write's answer shows the Lease deleted, emptied or held by
+//     someone else, and before any voluntary release is written.
+//   - Tokens: a term's fencing token is the resourceVersion of the write
+//     that acquired it, and must exceed every resourceVersion seen before
+//     that write was sent; otherwise (etcd restored without --bump-revision)
+//     the term is refused, the record released and the attempt backed off.
+//     A read or write answer older than what was seen before it was sent is
+//     taken as such a rollback, so a leader still steps down on it.
+//   - Release never erases a successor: it is an Update conditioned on a
+//     fresh read that shows this instance as holder, signed with
+//     ReleasedByAnnotation. A release ends the term first; with holds on the
+//     term (a `leasehold run` command still running), it waits for them to
+//     end, at most until the term's validity ends.
+//
+// Hand edits the contract assumes away: writing a live instance's identity
+// into holderIdentity, and forging ReleasedByAnnotation on an empty record.
+// Both are indistinguishable from that instance's own writes.
+package decide

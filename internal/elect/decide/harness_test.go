@@ -1,0 +1,234 @@
+package decide
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// harness drives one Machine by hand for table tests: a synchronous driver
+// on a store, where every request is answered at once (time does not pass)
+// unless the test cuts the instance off or loses an answer, and where the
+// test moves the clock.
+type harness struct {
+	t     *testing.T
+	cfg   Config
+	m     *Machine
+	store *store
+	start time.Time
+	now   time.Time
+	last  Output
+
+	watching bool            // store changes reach the Machine at once (a watch is up)
+	cutOff   bool            // requests fail with a timeout and never reach the store
+	lose     map[Purpose]int // the next n requests with a purpose reach the store, but their answers are lost
+	queued   []watchEvent    // changes the watch has yet to deliver
+	sent     []sentRequest   // every request, in order
+	replies  []Reply
+}
+
+type sentRequest struct {
+	at time.Time
+	Request
+}
+
+// timeout is what client-go returns when a request's context ends.
+var timeout = context.DeadlineExceeded
+
+// standard timings: client-go's defaults.
+func standardConfig(identity string) Config {
+	return Config{
+		Namespace: "ns", Name: "lease", Identity: identity,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		ReleaseOnStop: true, Seed: 1,
+	}
+}
+
+func newHarness(t *testing.T, cfg Config, s *store) *harness {
+	t.Helper()
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	h := &harness{t: t, cfg: cfg, m: m, store: s, start: start, now: start, lose: map[Purpose]int{}}
+	s.watchers = append(s.watchers, func(ev watchEvent) {
+		if h.watching {
+			h.queued = append(h.queued, ev)
+		}
+	})
+	return h
+}
+
+// begin starts the Machine, with or without a watch.
+func (h *harness) begin(watching bool) {
+	h.watching = watching
+	h.feed(Start{})
+	if watching {
+		l, _ := h.store.get()
+		h.feed(Observed{Lease: l, ResourceVersion: h.rv()})
+		h.feed(WatchUp{})
+	}
+}
+
+// rv is the store's current revision.
+func (h *harness) rv() string {
+	if h.store.lease != nil {
+		return h.store.lease.ResourceVersion
+	}
+	return ""
+}
+
+// feed steps the Machine with in at the current time, then carries out its
+// output: requests are answered, watch events delivered, until it is quiet.
+func (h *harness) feed(in Input) Output {
+	h.t.Helper()
+	out := h.m.Step(h.now, in)
+	h.record(out)
+	for {
+		switch {
+		case out.Request != nil:
+			out = h.m.Step(h.now, h.perform(*out.Request))
+		case len(h.queued) > 0:
+			ev := h.queued[0]
+			h.queued = h.queued[1:]
+			out = h.m.Step(h.now, Observed{Lease: ev.lease, ResourceVersion: ev.rv})
+		case out.AwaitHolds != 0:
+			out = h.m.Step(h.now, HoldsCleared{})
+		default:
+			return h.last
+		}
+		h.record(out)
+	}
+}
+
+func (h *harness) record(out Output) {
+	h.t.Helper()
+	if out.Fatal != nil {
+		h.t.Fatalf("fatal: %v", out.Fatal)
+	}
+	if out.Request != nil {
+		h.sent = append(h.sent, sentRequest{at: h.now, Request: *out.Request})
+	}
+	h.replies = append(h.replies, out.Replies...)
+	h.last = out
+}
+
+// perform answers req from the store.
+func (h *harness) perform(req Request) Result {
+	if h.cutOff {
+		return Result{Err: timeout}
+	}
+	var l *coordinationv1.Lease
+	var err error
+	switch req.Verb {
+	case Get:
+		l, err = h.store.get()
+	case Create:
+		l, err = h.store.create(h.cfg.Identity, req.Lease)
+	case Update:
+		l, err = h.store.update(h.cfg.Identity, req.Lease)
+	}
+	if h.lose[req.Purpose] > 0 {
+		h.lose[req.Purpose]--
+		return Result{Err: timeout}
+	}
+	return Result{Lease: l, Err: err}
+}
+
+// advance moves the clock by d, waking the Machine whenever it asked to be.
+func (h *harness) advance(d time.Duration) {
+	h.t.Helper()
+	h.runUntil(h.now.Add(d))
+}
+
+func (h *harness) runUntil(end time.Time) {
+	h.t.Helper()
+	for !h.last.Wake.After(end) {
+		h.now = latest(h.now, h.last.Wake)
+		h.feed(Tick{})
+	}
+	h.now = end
+	h.feed(Tick{})
+}
+
+// since is the time elapsed since the harness started.
+func (h *harness) since() time.Duration { return h.now.Sub(h.start) }
+
+// leading reports whether the Machine holds a valid term now.
+func (h *harness) leading() bool {
+	r := h.last.Report
+	return r.Leading && h.now.Before(r.ValidUntil)
+}
+
+// firstSent returns when the first request with purpose was sent at or
+// after from, and false if none was.
+func (h *harness) firstSent(purpose Purpose, from time.Time) (time.Time, bool) {
+	for _, s := range h.sent {
+		if s.Purpose == purpose && !s.at.Before(from) {
+			return s.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// count counts the requests with purpose sent at or after from.
+func (h *harness) count(purpose Purpose, from time.Time) int {
+	n := 0
+	for _, s := range h.sent {
+		if s.Purpose == purpose && !s.at.Before(from) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitLeading advances in steps of 10ms until the Machine leads, at most
+// for limit, and returns when it started leading (relative to from).
+func (h *harness) waitLeading(from time.Time, limit time.Duration) time.Duration {
+	h.t.Helper()
+	for end := h.now.Add(limit); !h.leading(); {
+		if !h.now.Before(end) {
+			h.t.Fatalf("not leading %v after %v; report %+v", limit, from.Sub(h.start), h.last.Report)
+		}
+		h.advance(10 * time.Millisecond)
+	}
+	return h.now.Sub(from)
+}
+
+// held writes a record held by holder (as holder's own write, as leasehold
+// writes it) into s.
+func held(s *store, holder string, seconds int32) {
+	l := &coordinationv1.Lease{}
+	if s.lease != nil {
+		l = s.lease.DeepCopy()
+	}
+	l.Spec.HolderIdentity = &holder
+	l.Spec.LeaseDurationSeconds = &seconds
+	delete(l.Annotations, ReleasedByAnnotation)
+	if s.lease == nil {
+		if _, err := s.create(holder, l); err != nil {
+			panic(err)
+		}
+		return
+	}
+	if _, err := s.update(holder, l); err != nil {
+		panic(err)
+	}
+}
+
+// released writes holder's signed release into s.
+func released(s *store, holder string) {
+	l := s.lease.DeepCopy()
+	empty, one := "", int32(1)
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &empty, &one
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[ReleasedByAnnotation] = holder
+	if _, err := s.update(holder, l); err != nil {
+		panic(err)
+	}
+}

@@ -1,0 +1,76 @@
+package decide
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// Input is one event fed to Machine.Step.
+type Input interface{ isInput() }
+
+// Start is the first input of a Machine.
+type Start struct{}
+
+// Tick says that time has passed: the driver feeds it when Output.Wake
+// comes (or at any other time: a Tick never does harm).
+type Tick struct{}
+
+// Observed is what the watch saw: the Lease at ResourceVersion, or its
+// absence (Lease nil; ResourceVersion is then the list's or the deletion's,
+// "" if unknown). Watch observations may lag behind reads and writes;
+// anything older than what is known is ignored.
+type Observed struct {
+	Lease           *coordinationv1.Lease
+	ResourceVersion string
+}
+
+// WatchUp says that a watch on the Lease is open: candidates stop polling.
+type WatchUp struct{}
+
+// WatchDown says that no watch is open: candidates poll every retryPeriod.
+type WatchDown struct{ Err error }
+
+// Result is the answer to the last Output.Request: the object the API
+// returned (nil for a Get that found nothing, or on error) and the error,
+// as returned by client-go (a timeout or a lost answer is an error whose
+// outcome is unknown).
+type Result struct {
+	Lease *coordinationv1.Lease
+	Err   error
+}
+
+// Release asks to end the term if any, release the Lease if this instance
+// holds it, and stay out of the election for StayOut. It is answered by a
+// Reply with the same ID.
+type Release struct {
+	ID      uint64
+	StayOut time.Duration
+}
+
+// SetCandidate takes this instance out of the election (false: the term
+// ends and the Lease is released, as for Release) or puts it back (true).
+// It is answered by a Reply with the same ID.
+type SetCandidate struct {
+	ID        uint64
+	Candidate bool
+	Reason    string
+}
+
+// Stop ends the election: the term ends, the Lease is released if
+// Config.ReleaseOnStop, and Output.Stopped is set once nothing is left to do.
+type Stop struct{}
+
+// HoldsCleared answers Output.AwaitHolds: no hold on that term remains.
+type HoldsCleared struct{}
+
+func (Start) isInput()        {}
+func (Tick) isInput()         {}
+func (Observed) isInput()     {}
+func (WatchUp) isInput()      {}
+func (WatchDown) isInput()    {}
+func (Result) isInput()       {}
+func (Release) isInput()      {}
+func (SetCandidate) isInput() {}
+func (Stop) isInput()         {}
+func (HoldsCleared) isInput() {}

@@ -1,0 +1,405 @@
+package decide
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// pollJitter spreads polling candidates over [1, 1.2) × RetryPeriod.
+const pollJitter = 0.2
+
+// Machine is the election state of one candidate for one Lease. It is not
+// safe for concurrent use: one goroutine (the driver's) owns it.
+type Machine struct {
+	cfg  Config
+	rand *rand.Rand
+
+	// What this instance knows of the Lease.
+	known        bool
+	lease        *coordinationv1.Lease // latest known record; nil when missing
+	seenAt       time.Time             // local time the current version (or the absence) was first observed
+	latestRV     string                // largest resourceVersion accepted: older watch events are stale
+	tokenFloor   fence.Token           // largest resourceVersion ever seen: a new term's token must exceed it
+	lastOwnRV    string                // resourceVersion of this instance's last successful write
+	lastTerm     int32                 // leaseTransitions last seen, kept across a deletion
+	heldSeen     bool                  // a held record has been seen
+	heldDuration time.Duration         // leaseDurationSeconds of the last held record seen
+
+	// notBefore is when the current record becomes free for this instance
+	// (see claim). It never moves earlier, except when a holder's signed
+	// release or this instance's own record is observed.
+	notBefore time.Time
+	// shield is the end of this instance's last term's validity, kept when
+	// the term ended because the Lease was deleted or emptied by hand: until
+	// then nobody else can have acquired, so an empty record observed before
+	// it is free for this instance at once. Zero after any other end.
+	shield time.Time
+
+	term *term // nil when not leading
+
+	watchUp      bool
+	nextPoll     time.Time // candidates without a watch read at this time
+	needRead     bool      // what is known may be out of date: read before acting
+	uncertain    bool      // an own acquire's outcome is unknown: a release on Stop must read first
+	retryAt      time.Time // no read, create or acquire before this (after an error)
+	backoff      time.Duration
+	refusals     int // terms refused in a row because etcd's revisions went backwards
+	lastError    string
+	errorAt      time.Time
+	errorPurpose Purpose // the request that failed
+
+	withdrawn    bool
+	stayOutUntil time.Time
+
+	pending  *pending   // the request outstanding, nil when none
+	release  *releasing // a release under way, nil when none
+	stopping bool
+	stopped  bool
+
+	reportedFloor fence.Token // largest token ever reported: reports never go backwards
+
+	out Output // being built by the current Step
+}
+
+// term is one term of leadership held by this instance.
+type term struct {
+	token       fence.Token
+	transitions int32
+	acquireTime time.Time
+	validUntil  time.Time // fence.ValidUntil of the last successful write
+	nextRenew   time.Time
+}
+
+// pending is the request outstanding.
+type pending struct {
+	purpose  Purpose
+	sent     time.Time
+	rvAtSend string      // latestRV when it was sent: an answer older than it means etcd went back
+	floor    fence.Token // tokenFloor when it was sent
+	token    fence.Token // Renew: the term it renews
+}
+
+// New returns a Machine for cfg, which must Validate. Feed it Start first.
+func New(cfg Config) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Machine{
+		cfg:       cfg,
+		rand:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		withdrawn: cfg.StartWithdrawn,
+		backoff:   cfg.RetryPeriod,
+	}, nil
+}
+
+// Step applies one input at the local time now and returns what to do.
+// now must not go backwards between steps.
+func (m *Machine) Step(now time.Time, in Input) Output {
+	m.out = Output{}
+	if m.stopped {
+		m.out.Stopped = true
+		return m.out
+	}
+	m.expire(now)
+	m.handle(now, in)
+	m.expire(now)
+	if m.out.Fatal == nil {
+		m.plan(now)
+	}
+	m.out.Wake = m.nextWake(now)
+	m.out.Report = m.report(now)
+	m.out.Stopped = m.stopped
+	return m.out
+}
+
+// handle applies one input.
+func (m *Machine) handle(now time.Time, in Input) {
+	switch in := in.(type) {
+	case Start, Tick:
+	case Observed:
+		m.observe(now, in.Lease, in.ResourceVersion, nil)
+	case WatchUp:
+		if !m.watchUp {
+			m.logf(slog.LevelInfo, "watching the Lease; candidates take a released Lease without polling")
+		}
+		m.watchUp = true
+	case WatchDown:
+		if m.watchUp {
+			m.logf(slog.LevelWarn, "lease watch unavailable; falling back to polling every retryPeriod", "err", in.Err, "retryPeriod", m.cfg.RetryPeriod)
+		} else {
+			m.logf(slog.LevelDebug, "lease watch still unavailable", "err", in.Err)
+		}
+		m.watchUp = false
+		m.nextPoll = now.Add(m.jitter(m.cfg.RetryPeriod))
+	case Result:
+		m.result(now, in)
+	case Release:
+		m.stayOutUntil = now.Add(in.StayOut)
+		m.leave(now, "release requested", in.ID)
+	case SetCandidate:
+		if in.Candidate {
+			if m.withdrawn {
+				m.logf(slog.LevelInfo, "back in the election", "reason", in.Reason)
+			}
+			m.withdrawn = false
+			m.reply(in.ID, false, nil)
+			return
+		}
+		if !m.withdrawn {
+			m.logf(slog.LevelWarn, "withdrawn from the election", "reason", in.Reason)
+		}
+		m.withdrawn = true
+		m.leave(now, "withdrawn from the election: "+in.Reason, in.ID)
+	case Stop:
+		if m.stopping {
+			return
+		}
+		m.stopping = true
+		token, validUntil := m.lastToken(), m.validUntil()
+		m.stepDown(now, "shutting down", clearShield)
+		if m.cfg.ReleaseOnStop && m.release == nil {
+			m.startRelease(token, validUntil, true)
+		}
+	case HoldsCleared:
+		if m.release != nil {
+			m.release.holdUntil = time.Time{}
+		}
+	default:
+		panic(fmt.Sprintf("decide: unknown input %T", in))
+	}
+}
+
+// campaigning reports whether this instance is a candidate at now.
+func (m *Machine) campaigning(now time.Time) bool {
+	return !m.withdrawn && !m.stopping && !now.Before(m.stayOutUntil)
+}
+
+// namesMe reports whether the latest known record names this instance.
+func (m *Machine) namesMe() bool {
+	return m.lease != nil && holderOf(m.lease) == m.cfg.Identity
+}
+
+// plan sends the next request, if the moment calls for one and none is
+// outstanding.
+func (m *Machine) plan(now time.Time) {
+	if m.pending != nil || m.stopped {
+		return
+	}
+	if m.release != nil {
+		if m.planRelease(now); m.release != nil || m.pending != nil {
+			return
+		}
+	}
+	switch {
+	case m.stopping:
+		m.stopped = true
+	case m.term != nil:
+		switch {
+		case m.needRead && !now.Before(m.retryAt):
+			m.send(now, Read)
+		case !m.needRead && !now.Before(m.term.nextRenew):
+			m.send(now, Renew)
+		}
+	case !m.campaigning(now):
+		if m.namesMe() && !now.Before(m.retryAt) {
+			// Out of the election yet named holder (an acquire whose answer
+			// was lost, or a release that failed): release it.
+			m.startRelease(0, time.Time{}, true)
+			m.planRelease(now)
+		}
+	case now.Before(m.retryAt):
+	case !m.known || m.needRead || (!m.watchUp && !now.Before(m.nextPoll)):
+		m.nextPoll = now.Add(m.jitter(m.cfg.RetryPeriod))
+		m.send(now, Read)
+	case m.lease == nil:
+		m.send(now, Placeholder)
+	case m.namesMe() || !now.Before(m.notBefore):
+		m.send(now, Acquire)
+	}
+}
+
+// nextWake is when the Machine must step next, whatever else happens. It
+// is never a time at which plan would do nothing.
+func (m *Machine) nextWake(now time.Time) time.Time {
+	wake := now.Add(m.cfg.LeaseDuration) // keeps Report.Heartbeat moving
+	at := func(t time.Time) {
+		if t.Before(wake) {
+			wake = t
+		}
+	}
+	if m.stopped {
+		return wake
+	}
+	if m.term != nil {
+		at(m.term.validUntil)
+	}
+	if m.release != nil && m.release.holdUntil.After(now) {
+		at(m.release.holdUntil) // once past, planRelease goes on when nothing is outstanding
+	}
+	if m.pending != nil || m.release != nil {
+		return wake // the answer, or the holds, wake the Machine
+	}
+	switch {
+	case m.term != nil && m.needRead:
+		at(m.retryAt)
+	case m.term != nil:
+		at(m.term.nextRenew)
+	case !m.campaigning(now):
+		if m.stayOutUntil.After(now) && !m.withdrawn && !m.stopping {
+			at(m.stayOutUntil)
+		}
+		if m.namesMe() {
+			at(m.retryAt)
+		}
+	case !m.known || m.needRead || m.lease == nil:
+		at(m.retryAt)
+	default:
+		next := m.notBefore
+		if m.namesMe() {
+			next = now
+		}
+		if !m.watchUp {
+			next = earliest(next, m.nextPoll)
+		}
+		at(latest(next, m.retryAt))
+	}
+	return wake
+}
+
+// expire ends a term whose validity has run out.
+func (m *Machine) expire(now time.Time) {
+	if m.term != nil && !now.Before(m.term.validUntil) {
+		m.stepDown(now, "renew deadline passed without a successful renewal", keepShield)
+	}
+}
+
+// shieldRule says what a step-down does to the shield.
+type shieldRule bool
+
+const (
+	keepShield  shieldRule = true  // the term ended on a hand edit or on expiry: nobody else acquired meanwhile
+	clearShield shieldRule = false // another holder, or a voluntary end: the shield no longer holds
+)
+
+// stepDown ends the current term, if any. Reports from now on say "not
+// leader".
+func (m *Machine) stepDown(now time.Time, reason string, rule shieldRule) {
+	if rule == clearShield {
+		m.shield = time.Time{}
+	}
+	if m.term == nil {
+		return
+	}
+	m.logf(slog.LevelInfo, "stepped down", "reason", reason, "token", m.term.token)
+	m.term = nil
+}
+
+// lastToken is the current term's token, 0 when not leading.
+func (m *Machine) lastToken() fence.Token {
+	if m.term == nil {
+		return 0
+	}
+	return m.term.token
+}
+
+// report describes the state at now.
+func (m *Machine) report(now time.Time) Report {
+	r := Report{
+		Holder:      holderOf(m.lease),
+		Term:        transitionsOf(m.lease),
+		ObservedAt:  m.seenAt,
+		Observed:    m.known,
+		WatchUp:     m.watchUp,
+		Candidate:   m.campaigning(now),
+		Heartbeat:   now,
+		LastError:   m.lastError,
+		LastErrorAt: m.errorAt,
+	}
+	if m.lease != nil {
+		r.AcquiredAt = microTimeOf(m.lease.Spec.AcquireTime)
+		r.RenewedAt = microTimeOf(m.lease.Spec.RenewTime)
+	}
+	if m.term != nil {
+		r.Leading, r.ValidUntil = true, m.term.validUntil
+		r.Holder, r.Term, r.Token = m.cfg.Identity, m.term.transitions, m.term.token
+		r.AcquiredAt = m.term.acquireTime
+	} else if r.Holder != "" {
+		if t, ok := fence.Published(m.lease.Annotations); ok && fence.Credible(t, tokenOf(m.lease.ResourceVersion), m.reportedFloor) {
+			r.Token = t
+		}
+	}
+	m.reportedFloor = max(m.reportedFloor, r.Token)
+	return r
+}
+
+// failed records a request that failed with err: the error is reported and
+// logged (once while it repeats), and the next attempt waits. An error the
+// apiserver answered (a missing namespace, a 403, a 500) backs off,
+// doubling from retryPeriod up to the cap: it will likely answer the same
+// again. A request without an answer (a timeout: lost on the way, or its
+// answer lost) is retried after retryPeriod, and a leader keeps its
+// renewal cadence.
+func (m *Machine) failed(now time.Time, purpose Purpose, what string, err error) {
+	msg := what + ": " + err.Error()
+	wait := m.cfg.RetryPeriod
+	var answered apierrors.APIStatus
+	if errors.As(err, &answered) && m.term == nil {
+		wait = m.backoff
+		m.backoff = min(2*m.backoff, m.cfg.maxBackoff())
+	}
+	level := slog.LevelWarn
+	if msg == m.lastError {
+		level = slog.LevelDebug
+	}
+	m.logf(level, "lease request failed; retrying", "err", msg, "retryIn", wait)
+	m.out.Counts.Errors++
+	m.lastError, m.errorAt, m.errorPurpose = msg, now, purpose
+	m.retryAt = now.Add(wait)
+}
+
+// succeeded records a request that got an answer other than an error (a
+// conflict included). A write that got through clears the last error and
+// restarts the backoff; a read clears only a read's error (reads that work
+// say nothing of a Create that fails for want of a namespace).
+func (m *Machine) succeeded(purpose Purpose) {
+	if m.lastError != "" && purpose == Read && m.errorPurpose != Read {
+		return
+	}
+	m.lastError, m.errorAt, m.errorPurpose = "", time.Time{}, ""
+	m.backoff = m.cfg.RetryPeriod
+}
+
+func (m *Machine) reply(id uint64, released bool, err error) {
+	m.out.Replies = append(m.out.Replies, Reply{ID: id, Released: released, Err: err})
+}
+
+func (m *Machine) logf(level slog.Level, msg string, args ...any) {
+	m.out.Logs = append(m.out.Logs, Log{Level: level, Msg: msg, Args: args})
+}
+
+// jitter is d stretched by a random factor in [1, 1+pollJitter).
+func (m *Machine) jitter(d time.Duration) time.Duration {
+	return d + time.Duration(m.rand.Float64()*pollJitter*float64(d))
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

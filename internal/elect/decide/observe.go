@@ -1,0 +1,124 @@
+package decide
+
+import (
+	"log/slog"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// observe records what the Lease looks like at resourceVersion rv (lease
+// nil when it does not exist; a lease's own resourceVersion wins over rv),
+// as seen at now. p is the request whose answer this is, nil for a watch
+// observation.
+//
+// A watch observation older than what is known is stale and ignored. An
+// answer can be older too (a watch event overtook it); it is ignored unless
+// it is older than what was known when its request was sent, which only a
+// rollback of etcd's revisions explains: then it is taken as the truth.
+func (m *Machine) observe(now time.Time, lease *coordinationv1.Lease, rv string, p *pending) {
+	if lease != nil {
+		rv = lease.ResourceVersion
+	}
+	if rv != "" && m.latestRV != "" && !newer(rv, m.latestRV) {
+		switch {
+		case p != nil && p.rvAtSend != "" && rv != p.rvAtSend && !newer(rv, p.rvAtSend):
+			m.logf(slog.LevelError, "the Lease's resourceVersion went backwards (etcd restored without --bump-revision?): "+
+				"following the Lease again, but no term starts with a token at or below one already seen",
+				"resourceVersion", rv, "seen", m.latestRV)
+			m.latestRV = rv
+		case rv == m.latestRV && lease == nil && m.lease != nil:
+			// A deletion reported with the deleted version's own
+			// resourceVersion: it is newer news.
+		default:
+			return // stale, or already known
+		}
+	}
+	if rv != "" {
+		m.tokenFloor = max(m.tokenFloor, tokenOf(rv))
+		if m.latestRV == "" || newer(rv, m.latestRV) {
+			m.latestRV = rv
+		}
+	}
+	if m.known && sameVersion(m.lease, lease) {
+		return
+	}
+	prevKnown, prevHolder := m.known, holderOf(m.lease)
+	m.known, m.lease, m.seenAt = true, lease, now
+	holder := holderOf(lease)
+	if lease != nil {
+		m.lastTerm = transitionsOf(lease)
+		if holder != "" {
+			m.heldSeen = true
+			m.heldDuration = durationOf(lease, m.cfg.LeaseDuration)
+		}
+	}
+	m.claim(now, lease)
+	if prevKnown && holder != prevHolder {
+		m.out.Counts.HolderChanges++
+		m.logf(slog.LevelInfo, "lease holder changed", "from", prevHolder, "to", holder)
+	}
+	m.followTerm(now)
+}
+
+// claim updates notBefore, the time at which the record just observed at
+// now becomes free for this instance (see the package's safety contract).
+func (m *Machine) claim(now time.Time, lease *coordinationv1.Lease) {
+	wait := max(durationOf(lease, m.cfg.LeaseDuration), m.cfg.LeaseDuration)
+	switch holder := holderOf(lease); {
+	case lease == nil:
+		// Missing: nothing to acquire. A candidate creates an empty record,
+		// whose own observation then counts.
+	case holder == m.cfg.Identity:
+		m.notBefore = time.Time{} // this instance's own write
+	case holder != "":
+		m.notBefore = latest(m.notBefore, now.Add(wait))
+	case releasedBy(lease) != "":
+		m.notBefore = time.Time{} // released by its holder, who stepped down first
+	case now.Before(m.shield):
+		// Emptied while this instance's term was valid: nobody else can
+		// have acquired since its last write, so it is free for this
+		// instance (only) at once.
+	default:
+		// Emptied by hand, or never held: the holder this instance may not
+		// have seen could still lead for up to its lease duration.
+		m.notBefore = latest(m.notBefore, now.Add(max(wait, m.heldDuration)))
+	}
+}
+
+// followTerm ends the term the moment the latest record shows that this
+// instance lost it, and renews at once on a record of its own that someone
+// else edited.
+func (m *Machine) followTerm(now time.Time) {
+	if m.term == nil {
+		return
+	}
+	switch holder := holderOf(m.lease); {
+	case m.lease == nil:
+		m.stepDown(now, "the Lease was deleted", keepShield)
+	case holder == m.cfg.Identity:
+		if m.lease.ResourceVersion != m.lastOwnRV {
+			m.term.nextRenew = now // edited by someone else: renew on the new version
+		}
+	case releasedBy(m.lease) == "" && holder == "":
+		m.stepDown(now, "the Lease was emptied by someone else", keepShield)
+	default:
+		m.stepDown(now, "the Lease is now held by "+quoteOrNone(holder), clearShield)
+	}
+}
+
+// sameVersion reports whether a and b are the same version of the record
+// (both missing counts as the same).
+func sameVersion(a, b *coordinationv1.Lease) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.ResourceVersion == b.ResourceVersion
+}
+
+func quoteOrNone(s string) string {
+	if s == "" {
+		return "nobody (released)"
+	}
+	return `"` + s + `"`
+}

@@ -1,0 +1,133 @@
+package decide
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// maxReleaseAttempts bounds the read+write rounds of a release that keeps
+// conflicting with concurrent writers.
+const maxReleaseAttempts = 5
+
+// releasing is a release under way: wait for holds, read, write.
+type releasing struct {
+	replies []uint64 // Release and SetCandidate inputs to answer when done
+	// holdUntil, when set, is how long to wait for the ended term's holds
+	// (HoldsCleared clears it): at most until that term's validity ends.
+	holdUntil time.Time
+	// onlyIfMine skips the read when nothing suggests this instance holds
+	// the Lease (on Stop: the cache names someone else, and no acquire's
+	// outcome is unknown).
+	onlyIfMine bool
+	attempts   int
+	target     *coordinationv1.Lease // a fresh read naming this instance: the release is conditioned on it
+}
+
+// leave ends the term, if any (reports say so before anything is written),
+// and releases the Lease if a fresh read shows this instance holds it; the
+// caller id is answered when done.
+func (m *Machine) leave(now time.Time, reason string, id uint64) {
+	token, validUntil := m.lastToken(), m.validUntil()
+	m.stepDown(now, reason, clearShield)
+	if m.release == nil {
+		m.startRelease(token, validUntil, false)
+	}
+	m.release.replies = append(m.release.replies, id)
+}
+
+// startRelease begins a release. When token is not zero (a term just
+// ended), it first waits for the holds on that term, at most until
+// validUntil.
+func (m *Machine) startRelease(token fence.Token, validUntil time.Time, onlyIfMine bool) {
+	m.release = &releasing{onlyIfMine: onlyIfMine}
+	if token != 0 {
+		m.release.holdUntil = validUntil
+		m.out.AwaitHolds = token
+	}
+}
+
+// validUntil is the current term's validity end, zero when not leading.
+func (m *Machine) validUntil() time.Time {
+	if m.term == nil {
+		return time.Time{}
+	}
+	return m.term.validUntil
+}
+
+// planRelease sends the release's next request, or ends it.
+func (m *Machine) planRelease(now time.Time) {
+	r := m.release
+	if !r.holdUntil.IsZero() {
+		if now.Before(r.holdUntil) {
+			return // a hold on the ended term remains
+		}
+		r.holdUntil = time.Time{}
+	}
+	switch {
+	case r.target != nil:
+		m.send(now, ReleaseSend)
+	case r.onlyIfMine && !m.namesMe() && !m.uncertain:
+		m.finishRelease(false, nil)
+	default:
+		m.send(now, ReleaseRead)
+	}
+}
+
+func (m *Machine) releaseReadResult(now time.Time, p *pending, r Result) {
+	switch {
+	case r.Err == nil && r.Lease != nil:
+		m.observe(now, r.Lease, "", p)
+		m.uncertain = false
+		if holderOf(r.Lease) != m.cfg.Identity {
+			m.finishRelease(false, nil) // not ours (any more): nothing to release
+			return
+		}
+		m.release.target = r.Lease
+	case apierrors.IsNotFound(r.Err):
+		m.observe(now, nil, "", p)
+		m.uncertain = false
+		m.finishRelease(false, nil)
+	default:
+		err := fmt.Errorf("release: read the Lease: %w", errOrEmpty(r.Err))
+		m.failed(now, ReleaseRead, "release", err)
+		m.finishRelease(false, err)
+	}
+}
+
+func (m *Machine) releaseSendResult(now time.Time, p *pending, r Result) {
+	m.release.target = nil
+	switch {
+	case r.Err == nil && r.Lease != nil:
+		m.lastOwnRV = r.Lease.ResourceVersion
+		m.observe(now, r.Lease, "", p)
+		m.logf(slog.LevelInfo, "released the Lease")
+		m.finishRelease(true, nil)
+	case apierrors.IsConflict(r.Err):
+		m.release.attempts++
+		if m.release.attempts >= maxReleaseAttempts {
+			m.finishRelease(false, fmt.Errorf("release: still conflicting after %d attempts", maxReleaseAttempts))
+		}
+		// else: written meanwhile; read again
+	case apierrors.IsNotFound(r.Err):
+		m.observe(now, nil, "", p)
+		m.finishRelease(false, nil)
+	default:
+		err := fmt.Errorf("release: %w", errOrEmpty(r.Err))
+		m.failed(now, ReleaseSend, "release", err)
+		m.finishRelease(false, err) // others take over when the Lease expires
+	}
+}
+
+// finishRelease answers the callers and ends the release.
+func (m *Machine) finishRelease(released bool, err error) {
+	for _, id := range m.release.replies {
+		m.reply(id, released, err)
+	}
+	m.release = nil
+}

@@ -1,0 +1,107 @@
+package decide
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// send asks the driver for one request and records it as outstanding.
+func (m *Machine) send(now time.Time, purpose Purpose) {
+	req := &Request{Purpose: purpose}
+	p := &pending{purpose: purpose, sent: now, rvAtSend: m.latestRV, floor: m.tokenFloor}
+	switch purpose {
+	case Read, ReleaseRead:
+		req.Verb = Get
+	case Placeholder:
+		req.Verb, req.Lease = Create, m.placeholder()
+	case Acquire:
+		req.Verb, req.Lease = Update, m.acquisition(now)
+	case Renew:
+		req.Verb, req.Lease = Update, m.renewal(now)
+		p.token = m.term.token
+	case ReleaseSend:
+		req.Verb, req.Lease = Update, m.releaseOf(now, m.release.target)
+	}
+	m.pending = p
+	m.out.Request = req
+}
+
+// placeholder is the empty record a candidate creates for a missing Lease.
+// It claims nothing: candidates acquire it, by a conditional Update, once
+// they have observed it for a lease duration.
+func (m *Machine) placeholder() *coordinationv1.Lease {
+	transitions := m.lastTerm // the term count survives a deletion (0 if never seen)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: m.cfg.Name, Namespace: m.cfg.Namespace},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(""),
+			LeaseDurationSeconds: ptr.To(m.leaseSeconds()),
+			LeaseTransitions:     &transitions,
+		},
+	}
+}
+
+// acquisition is the write that starts a term on the latest known record,
+// conditioned on its resourceVersion.
+func (m *Machine) acquisition(now time.Time) *coordinationv1.Lease {
+	desired := m.lease.DeepCopy()
+	// A new term: the previous term's token must not be read as ours.
+	delete(desired.Annotations, fence.Annotation)
+	delete(desired.Annotations, ReleasedByAnnotation)
+	transitions := m.lastTerm // a placeholder no one has held: the first term
+	if m.heldSeen || m.lease.Spec.AcquireTime != nil {
+		transitions = nextTransitions(m.lastTerm) // also across a deletion
+	}
+	stamp := metav1.NewMicroTime(now)
+	desired.Spec.HolderIdentity = ptr.To(m.cfg.Identity)
+	desired.Spec.LeaseDurationSeconds = ptr.To(m.leaseSeconds())
+	desired.Spec.AcquireTime = &stamp
+	desired.Spec.RenewTime = &stamp
+	desired.Spec.LeaseTransitions = &transitions
+	return desired
+}
+
+// renewal extends the term on the latest known record (its own), and
+// publishes the term's token. It removes a release signature someone may
+// have added: a held record is never signed.
+func (m *Machine) renewal(now time.Time) *coordinationv1.Lease {
+	desired := m.lease.DeepCopy()
+	stamp := metav1.NewMicroTime(now)
+	desired.Spec.HolderIdentity = ptr.To(m.cfg.Identity)
+	desired.Spec.LeaseDurationSeconds = ptr.To(m.leaseSeconds())
+	desired.Spec.AcquireTime = &metav1.MicroTime{Time: m.term.acquireTime}
+	desired.Spec.RenewTime = &stamp
+	desired.Spec.LeaseTransitions = ptr.To(m.term.transitions)
+	if desired.Annotations == nil {
+		desired.Annotations = map[string]string{}
+	}
+	desired.Annotations[fence.Annotation] = m.term.token.String()
+	delete(desired.Annotations, ReleasedByAnnotation)
+	return desired
+}
+
+// releaseOf is the signed release of current, a fresh read that names this
+// instance, conditioned on its resourceVersion. It keeps leaseTransitions
+// and the token annotation; leaseDurationSeconds 1 makes clients that
+// ignore an empty holder see it expire at once.
+func (m *Machine) releaseOf(now time.Time, current *coordinationv1.Lease) *coordinationv1.Lease {
+	released := current.DeepCopy()
+	stamp := metav1.NewMicroTime(now)
+	released.Spec.HolderIdentity = ptr.To("")
+	released.Spec.LeaseDurationSeconds = ptr.To[int32](1)
+	released.Spec.RenewTime = &stamp
+	if released.Annotations == nil {
+		released.Annotations = map[string]string{}
+	}
+	released.Annotations[ReleasedByAnnotation] = m.cfg.Identity
+	return released
+}
+
+func (m *Machine) leaseSeconds() int32 {
+	return int32(m.cfg.LeaseDuration / time.Second)
+}

@@ -1,0 +1,662 @@
+package decide
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// sim is a deterministic simulation of several instances of the real
+// decision core (Machine) electing over one Lease in the in-memory store,
+// driven by a seeded scheduler. One seed is one history; replaying a seed
+// replays it exactly. It injects, at random: network latency with a long
+// tail, lost requests and lost answers (seen by the instance as a timeout;
+// a request may also land after its timeout), partitions of one instance
+// that heal, watch streams that break, process pauses, crashes and
+// restarts under a new identity, graceful stops, clock rate drift within
+// the documented bound and constant clock offsets, releases and
+// withdrawals asked by the app, other objects' writes moving the global
+// revision, and hand edits of the Lease (delete, empty, shorten the
+// duration, change the holder, touch an annotation). The checker judges
+// every step.
+type sim struct {
+	seed   uint64
+	rng    *rand.Rand
+	params simParams
+	base   time.Time     // real time 0
+	now    time.Duration // real time since base
+	seq    uint64
+	queue  eventQueue
+
+	store     *store
+	instances []*instance
+	nextID    int
+	adminSeq  int
+
+	end   time.Duration // the history ends here
+	probe *probe        // the quiet tail's recovery probe, once started
+
+	check   *checker
+	tracing bool     // record the trace (replays of a failed seed do)
+	trace   []string // the history, one line per step, when tracing
+	steps   int
+}
+
+// maxSteps bounds one history: a Machine that asks to be woken again and
+// again without doing anything would spin the simulation (and a real CPU).
+const maxSteps = 200000
+
+// simParams are one history's settings, drawn from its seed.
+type simParams struct {
+	timing                             Config
+	instances                          int
+	duration                           time.Duration // faults happen in [0, duration); a quiet tail follows
+	quiet                              time.Duration // the quiet tail: no faults, no loss, short latencies
+	latency                            time.Duration // typical one-way latency
+	loss                               float64       // probability that a request or answer is lost
+	drift                              float64       // clock rates lie in [1-drift, 1+drift]
+	faultEvery                         time.Duration // mean interval between injected faults
+	handEdits, pauses, crashes, splits bool
+}
+
+// probe measures recovery in the quiet tail: the leader releases and stays
+// out, and the answer to the first acquire that lands after that is lost.
+// A successor must lead within the checker's probeBound of the release
+// (a timeout, one retry period and a few round trips), not a lease duration
+// later: that is how a lost acquire answer is recovered.
+type probe struct {
+	at         time.Duration // the Release
+	releaser   *instance
+	releasedAt time.Duration // the signed release landed; 0 until then
+	loseAnswer bool          // the next acquire that lands loses its answer
+}
+
+// instance is one simulated sidecar process: a Machine, its clock, its
+// network and its watch.
+type instance struct {
+	id       int
+	identity string
+	m        *Machine
+	offset   time.Duration // local clock at real time 0, minus base
+	rate     float64       // local seconds per real second
+	alive    bool
+	stopping bool
+
+	pausedUntil time.Duration
+	inbox       []Input // inputs that arrived while paused, in order
+	cutOffUntil time.Duration
+
+	reqSeq    uint64 // the request outstanding, 0 when none
+	reqSent   time.Duration
+	wakeGen   uint64
+	wakeAt    time.Duration // when the Tick of wakeGen is due
+	watchGen  uint64        // the watch stream's generation: events of older streams are dropped
+	watchOpen bool
+	lastWatch time.Duration // delivery time of the watch's last event: a stream keeps order
+
+	candidate    bool          // the app wants it in the election (SetCandidate)
+	stayOutUntil time.Duration // real time its last Release's stay-out ends
+	report       Report
+}
+
+// local is the instance's clock reading at real time t.
+func (in *instance) local(base time.Time, t time.Duration) time.Time {
+	return base.Add(in.offset + time.Duration(float64(t)*in.rate))
+}
+
+// real is the first real time at which the instance's clock reads l or
+// later.
+func (in *instance) real(base time.Time, l time.Time) time.Duration {
+	t := time.Duration(math.Ceil(float64(l.Sub(base)-in.offset) / in.rate))
+	for in.local(base, t).Before(l) {
+		t++
+	}
+	for t > 0 && !in.local(base, t-1).Before(l) {
+		t--
+	}
+	return t
+}
+
+type event struct {
+	at  time.Duration
+	seq uint64
+	do  func()
+}
+
+type eventQueue []event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	return q[i].at < q[j].at || (q[i].at == q[j].at && q[i].seq < q[j].seq)
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// timings the simulator draws from: each within every rule.
+var simTimings = []struct{ lease, renew, retry time.Duration }{
+	{15 * time.Second, 10 * time.Second, 2 * time.Second}, // client-go's defaults
+	{5 * time.Second, 3 * time.Second, time.Second},
+	{3 * time.Second, 2 * time.Second, 500 * time.Millisecond},
+	{time.Second, 500 * time.Millisecond, 300 * time.Millisecond},
+	{10 * time.Second, 8 * time.Second, 1500 * time.Millisecond},
+}
+
+func newSim(seed uint64) *sim {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	t := simTimings[rng.IntN(len(simTimings))]
+	p := simParams{
+		timing: Config{
+			Namespace: "ns", Name: "lease",
+			LeaseDuration: t.lease, RenewDeadline: t.renew, RetryPeriod: t.retry,
+			ReleaseOnStop: rng.IntN(4) != 0,
+		},
+		instances:  2 + rng.IntN(3),
+		duration:   time.Duration(6+rng.IntN(8)) * t.lease,
+		latency:    time.Duration(1+rng.IntN(20)) * time.Millisecond,
+		loss:       []float64{0, 0.01, 0.05, 0.2}[rng.IntN(4)],
+		drift:      0.9 * fence.MaxClockDrift(t.lease, t.renew) * rng.Float64(),
+		faultEvery: time.Duration(float64(t.lease) * (0.2 + 2*rng.Float64())),
+		handEdits:  rng.IntN(3) != 0,
+		pauses:     rng.IntN(2) == 0,
+		crashes:    rng.IntN(2) == 0,
+		splits:     rng.IntN(3) != 0,
+	}
+	s := &sim{
+		seed:   seed,
+		rng:    rng,
+		params: p,
+		base:   time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+		store:  newStore("ns", "lease"),
+	}
+	s.check = newChecker(s)
+	// The network is healthy only in the quiet tail, long enough to judge
+	// liveness in.
+	s.check.disturbed(p.duration)
+	s.params.quiet = s.check.livenessBound() + 4*t.lease
+	s.store.watchers = append(s.store.watchers, s.broadcast)
+	if rng.IntN(3) == 0 { // a Lease left behind by someone else
+		holder := "gone"
+		s.store.create("admin", &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: &holder, LeaseDurationSeconds: new(int32(t.lease / time.Second)),
+		}})
+	}
+	return s
+}
+
+// run plays the whole history and returns the checker's first violation,
+// if any.
+func (s *sim) run() error {
+	for range s.params.instances {
+		s.startInstance(time.Duration(s.rng.Int64N(int64(s.params.timing.LeaseDuration))))
+	}
+	for t := s.nextFaultTime(0); t < s.params.duration; t = s.nextFaultTime(t) {
+		s.at(t, s.fault)
+	}
+	s.end = s.params.duration + s.params.quiet
+	s.at(s.params.duration, func() { // every fault is in: the quiet tail's probe
+		probeAt := s.check.quietFrom + s.check.livenessBound()
+		s.end = probeAt + s.check.probeBound() + 3*s.params.timing.LeaseDuration
+		s.at(probeAt, s.startProbe)
+	})
+	for s.queue.Len() > 0 && s.check.err == nil {
+		e := heap.Pop(&s.queue).(event)
+		if e.at > s.end {
+			break
+		}
+		s.now = e.at
+		e.do()
+		if s.steps > maxSteps {
+			s.check.fail("more than %d steps: an instance spins", maxSteps)
+		}
+	}
+	if s.check.err == nil {
+		s.check.finish(s.end)
+	}
+	return s.check.err
+}
+
+// startProbe starts the recovery probe: the leader releases and stays out.
+func (s *sim) startProbe() {
+	for in, t := range s.check.open {
+		if t.end > s.now && in.alive {
+			s.probe = &probe{at: s.now, releaser: in, loseAnswer: true}
+			s.tracef("probe: %s releases and stays out; the next acquire to land loses its answer", in.identity)
+			s.deliver(in, Release{ID: s.seq, StayOut: time.Hour})
+			return
+		}
+	}
+	// No leader: finish reports the liveness failure.
+}
+
+func (s *sim) nextFaultTime(after time.Duration) time.Duration {
+	return after + time.Duration(s.rng.ExpFloat64()*float64(s.params.faultEvery))
+}
+
+// at schedules do at real time t (never before now).
+func (s *sim) at(t time.Duration, do func()) {
+	s.seq++
+	heap.Push(&s.queue, event{at: max(t, s.now), seq: s.seq, do: do})
+}
+
+func (s *sim) tracef(format string, args ...any) {
+	if s.tracing {
+		s.trace = append(s.trace, fmt.Sprintf("%10.4fs ", s.now.Seconds())+fmt.Sprintf(format, args...))
+	}
+}
+
+// startInstance starts a fresh instance (a new process: a new identity) at
+// real time t.
+func (s *sim) startInstance(t time.Duration) {
+	s.at(t, func() {
+		s.nextID++
+		cfg := s.params.timing
+		cfg.Identity = fmt.Sprintf("i%d", s.nextID)
+		cfg.Seed = s.seed*1000 + uint64(s.nextID)
+		m, err := New(cfg)
+		if err != nil {
+			panic(err)
+		}
+		in := &instance{
+			id: s.nextID, identity: cfg.Identity, m: m, alive: true, candidate: true,
+			offset: time.Duration(s.rng.Int64N(int64(time.Hour))) - 30*time.Minute,
+			rate:   1 + s.params.drift*(2*s.rng.Float64()-1),
+		}
+		s.instances = append(s.instances, in)
+		s.tracef("%s starts (clock rate %.4f)", in.identity, in.rate)
+		s.deliver(in, Start{})
+		s.openWatch(in)
+	})
+}
+
+// deliver feeds input to the instance now or, in arrival order, when its
+// pause ends.
+func (s *sim) deliver(in *instance, input Input) {
+	if !in.alive {
+		return
+	}
+	if s.now < in.pausedUntil || len(in.inbox) > 0 {
+		if len(in.inbox) == 0 {
+			s.at(in.pausedUntil, func() { s.resume(in) })
+		}
+		in.inbox = append(in.inbox, input)
+		return
+	}
+	s.step(in, input)
+}
+
+// resume feeds a paused instance what arrived meanwhile, once its pause
+// (which may have been extended) ends.
+func (s *sim) resume(in *instance) {
+	if s.now < in.pausedUntil {
+		s.at(in.pausedUntil, func() { s.resume(in) })
+		return
+	}
+	for len(in.inbox) > 0 && in.alive {
+		input := in.inbox[0]
+		in.inbox = in.inbox[1:]
+		s.step(in, input)
+	}
+	in.inbox = nil
+}
+
+// step feeds one input to the instance's Machine now and carries out its
+// output.
+func (s *sim) step(in *instance, input Input) {
+	out := in.m.Step(in.local(s.base, s.now), input)
+	s.steps++
+	if s.tracing {
+		s.tracef("%s ← %s → %s", in.identity, describeInput(input), describeOutput(out))
+	}
+	if out.Fatal != nil {
+		s.check.fail("%s: fatal: %v", in.identity, out.Fatal)
+		return
+	}
+	in.report = out.Report
+	s.check.observe(in, out.Report)
+	if out.Request != nil {
+		s.send(in, *out.Request)
+	}
+	if out.AwaitHolds != 0 {
+		// A runner stops its command and lets go of its hold, or does not
+		// (the Machine then waits until validity ends).
+		if s.rng.IntN(2) == 0 {
+			s.at(s.now+time.Duration(s.rng.Int64N(int64(s.params.timing.RenewDeadline))), func() { s.deliver(in, HoldsCleared{}) })
+		}
+	}
+	if out.Stopped {
+		in.alive = false
+		s.tracef("%s stopped", in.identity)
+		return
+	}
+	wakeAt := in.real(s.base, out.Wake)
+	if wakeAt == in.wakeAt && wakeAt > s.now {
+		return // that Tick is already due
+	}
+	in.wakeGen++
+	gen := in.wakeGen
+	in.wakeAt = wakeAt
+	s.at(wakeAt, func() {
+		if in.wakeGen == gen {
+			s.deliver(in, Tick{})
+		}
+	})
+}
+
+// send carries a request across the network: it may be lost, land late,
+// or lose its answer; the instance times out by its own clock.
+func (s *sim) send(in *instance, req Request) {
+	s.seq++
+	id := s.seq
+	in.reqSeq, in.reqSent = id, s.now
+	timeout := max(s.params.timing.RetryPeriod, time.Second)
+	s.at(in.real(s.base, in.local(s.base, s.now).Add(timeout)), func() {
+		if in.reqSeq == id {
+			in.reqSeq = 0
+			s.deliver(in, Result{Err: context.DeadlineExceeded})
+		}
+	})
+	if s.lost(in) {
+		return
+	}
+	s.at(s.now+s.latency(), func() {
+		answer := s.apply(in, req)
+		if p := s.probe; p != nil && p.loseAnswer && req.Purpose == Acquire && answer.Err == nil {
+			p.loseAnswer = false
+			s.tracef("probe: %s's acquire answer is lost", in.identity)
+			return
+		}
+		if s.lost(in) {
+			return
+		}
+		s.at(s.now+s.latency(), func() {
+			if in.reqSeq == id && !s.lost(in) {
+				in.reqSeq = 0
+				s.deliver(in, answer)
+			}
+		})
+	})
+}
+
+// apply performs req at the store, as the instance's write.
+func (s *sim) apply(in *instance, req Request) Result {
+	var l *coordinationv1.Lease
+	var err error
+	switch req.Verb {
+	case Get:
+		l, err = s.store.get()
+	case Create:
+		l, err = s.store.create(in.identity, req.Lease)
+	case Update:
+		l, err = s.store.update(in.identity, req.Lease)
+	}
+	if err == nil && req.Verb != Get {
+		s.tracef("%s's %s landed at %s: holder %q", in.identity, req.Purpose, l.ResourceVersion, holderOf(l))
+	}
+	return Result{Lease: l, Err: err}
+}
+
+// lost reports whether a message to or from in is lost now. The network is
+// healthy in the quiet tail.
+func (s *sim) lost(in *instance) bool {
+	return s.now < in.cutOffUntil || (s.now < s.params.duration && s.rng.Float64() < s.params.loss)
+}
+
+// latency is one network crossing: usually near the typical latency, now
+// and then much longer (longer than a request timeout, so a write may land
+// after its sender gave up). In the quiet tail it is at most 2.5 times the
+// typical latency.
+func (s *sim) latency() time.Duration {
+	if s.now >= s.params.duration {
+		return time.Duration(float64(s.params.latency) * (0.5 + min(s.rng.ExpFloat64(), 2)))
+	}
+	d := time.Duration(float64(s.params.latency) * (0.5 + s.rng.ExpFloat64()))
+	if s.rng.IntN(100) == 0 {
+		d += time.Duration(s.rng.Int64N(int64(2 * max(s.params.timing.RetryPeriod, time.Second))))
+	}
+	return d
+}
+
+// openWatch lists and watches: the list's observation, then WatchUp, after
+// one round trip, unless the instance is cut off (then it retries).
+func (s *sim) openWatch(in *instance) {
+	in.watchGen++
+	gen := in.watchGen
+	in.watchOpen = false
+	s.at(s.now+2*s.latency(), func() {
+		if !in.alive || in.watchGen != gen {
+			return
+		}
+		if s.now < in.cutOffUntil {
+			s.at(max(in.cutOffUntil, s.now+s.params.timing.RetryPeriod), func() {
+				if in.watchGen == gen {
+					s.openWatch(in)
+				}
+			})
+			return
+		}
+		l, _ := s.store.get()
+		rv := fmt.Sprint(s.store.rev)
+		if l != nil {
+			rv = l.ResourceVersion
+		}
+		in.watchOpen, in.lastWatch = true, s.now
+		s.deliver(in, Observed{Lease: l, ResourceVersion: rv})
+		s.deliver(in, WatchUp{})
+	})
+}
+
+// breakWatch ends the instance's watch stream: WatchDown, then a new list
+// and watch after a backoff.
+func (s *sim) breakWatch(in *instance, why string) {
+	if !in.watchOpen {
+		return
+	}
+	in.watchOpen = false
+	in.watchGen++
+	gen := in.watchGen
+	s.tracef("%s's watch breaks: %s", in.identity, why)
+	s.deliver(in, WatchDown{Err: fmt.Errorf("%s", why)})
+	s.at(s.now+s.params.timing.RetryPeriod+time.Duration(s.rng.Int64N(int64(s.params.timing.RetryPeriod))), func() {
+		if in.watchGen == gen {
+			s.openWatch(in)
+		}
+	})
+}
+
+// broadcast sends a committed change to every open watch, in commit order.
+func (s *sim) broadcast(ev watchEvent) {
+	if p := s.probe; p != nil && p.releasedAt == 0 && releasedBy(ev.lease) == p.releaser.identity {
+		p.releasedAt = s.now
+	}
+	for _, in := range s.instances {
+		if !in.alive || !in.watchOpen || s.now < in.cutOffUntil {
+			continue // a cut-off stream misses it; it breaks when the cut heals
+		}
+		gen := in.watchGen
+		in.lastWatch = max(in.lastWatch, s.now+s.latency())
+		s.at(in.lastWatch, func() {
+			if in.watchGen == gen && in.watchOpen {
+				s.deliver(in, Observed{Lease: ev.lease, ResourceVersion: ev.rv})
+			}
+		})
+	}
+}
+
+// fault injects one fault, chosen at random among those this history
+// allows.
+func (s *sim) fault() {
+	p := s.params
+	live := s.live()
+	switch k := s.rng.IntN(10); {
+	case k == 0 && p.handEdits:
+		s.handEdit()
+	case k == 1 && p.pauses && len(live) > 0:
+		in := live[s.rng.IntN(len(live))]
+		d := time.Duration(s.rng.Float64() * 2 * float64(p.timing.LeaseDuration))
+		in.pausedUntil = max(in.pausedUntil, s.now+d)
+		s.tracef("%s pauses for %v", in.identity, d)
+		s.check.disturbed(in.pausedUntil)
+	case k == 2 && p.splits && len(live) > 0:
+		in := live[s.rng.IntN(len(live))]
+		d := time.Duration(s.rng.Float64() * 2 * float64(p.timing.LeaseDuration))
+		in.cutOffUntil = max(in.cutOffUntil, s.now+d)
+		s.tracef("%s is cut off for %v", in.identity, d)
+		s.check.disturbed(in.cutOffUntil)
+		heal := in.cutOffUntil
+		s.at(heal, func() {
+			if in.cutOffUntil == heal {
+				s.breakWatch(in, "partition healed")
+			}
+		})
+	case k == 3 && p.crashes && len(live) > 0:
+		in := live[s.rng.IntN(len(live))]
+		in.alive = false
+		s.tracef("%s crashes", in.identity)
+		s.check.crashed(in)
+		s.startInstance(s.now + time.Duration(s.rng.Int64N(int64(p.timing.LeaseDuration))))
+	case k == 4 && len(live) > 0:
+		in := live[s.rng.IntN(len(live))]
+		in.stopping = true
+		s.tracef("%s is told to stop", in.identity)
+		s.deliver(in, Stop{})
+		s.startInstance(s.now + time.Duration(s.rng.Int64N(int64(p.timing.LeaseDuration))))
+		s.check.disturbed(s.now + p.timing.RenewDeadline)
+	case k == 5 && len(live) > 0:
+		in := live[s.rng.IntN(len(live))]
+		stay := time.Duration(s.rng.Float64() * float64(p.timing.LeaseDuration))
+		in.stayOutUntil = s.now + time.Duration(float64(stay)/in.rate) + time.Millisecond
+		s.deliver(in, Release{ID: s.seq, StayOut: stay})
+		s.check.disturbed(in.stayOutUntil)
+	case k == 6 && len(live) > 0:
+		in := live[s.rng.IntN(len(live))]
+		in.candidate = false
+		s.deliver(in, SetCandidate{ID: s.seq, Candidate: false, Reason: "app unhealthy"})
+		back := s.now + time.Duration(s.rng.Float64()*float64(p.timing.LeaseDuration))
+		s.check.disturbed(back)
+		s.at(back, func() {
+			in.candidate = true
+			s.deliver(in, SetCandidate{ID: s.seq, Candidate: true, Reason: "app healthy"})
+		})
+	case k == 7 && len(live) > 0:
+		s.breakWatch(live[s.rng.IntN(len(live))], "stream closed by the server")
+	case k == 8:
+		s.store.bump(1 + s.rng.Int64N(50))
+	}
+}
+
+// handEdit changes the Lease as an admin would, without a precondition.
+func (s *sim) handEdit() {
+	s.adminSeq++
+	var what string
+	switch s.rng.IntN(5) {
+	case 0:
+		what = "deletes the Lease"
+		s.store.remove()
+	case 1:
+		what = "empties the holder"
+		s.store.edit(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = new("") })
+	case 2:
+		what = "shortens leaseDurationSeconds to 1"
+		s.store.edit(func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = new(int32(1)) })
+	case 3:
+		what = "sets the holder to a name no instance has"
+		holder := fmt.Sprintf("admin-%d", s.adminSeq)
+		s.store.edit(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = &holder })
+	case 4:
+		what = "edits an annotation"
+		s.store.edit(func(l *coordinationv1.Lease) {
+			if l.Annotations == nil {
+				l.Annotations = map[string]string{}
+			}
+			l.Annotations["example.com/note"] = fmt.Sprint(s.adminSeq)
+		})
+	}
+	s.tracef("admin %s (rev %d)", what, s.store.rev)
+	s.check.disturbed(s.now)
+}
+
+// live lists the running instances that are not stopping.
+func (s *sim) live() []*instance {
+	var live []*instance
+	for _, in := range s.instances {
+		if in.alive && !in.stopping {
+			live = append(live, in)
+		}
+	}
+	return live
+}
+
+func describeInput(in Input) string {
+	switch in := in.(type) {
+	case Observed:
+		return "watch " + describeLease(in.Lease, in.ResourceVersion)
+	case Result:
+		if in.Err != nil {
+			return "answer: " + firstLine(in.Err.Error())
+		}
+		return "answer " + describeLease(in.Lease, "")
+	case Release:
+		return fmt.Sprintf("Release(stay out %v)", in.StayOut)
+	case SetCandidate:
+		return fmt.Sprintf("SetCandidate(%v)", in.Candidate)
+	case WatchDown:
+		return "WatchDown"
+	default:
+		return strings.TrimPrefix(fmt.Sprintf("%T", in), "decide.")
+	}
+}
+
+func describeOutput(out Output) string {
+	var b strings.Builder
+	if out.Report.Leading {
+		fmt.Fprintf(&b, "LEADING token=%d validUntil=%s", out.Report.Token, out.Report.ValidUntil.Format("15:04:05.000"))
+	} else {
+		fmt.Fprintf(&b, "following %q", out.Report.Holder)
+	}
+	if out.Request != nil {
+		fmt.Fprintf(&b, "; sends %s", out.Request.Purpose)
+		if out.Request.Lease != nil && out.Request.Verb == Update {
+			fmt.Fprintf(&b, " on %s", out.Request.Lease.ResourceVersion)
+		}
+	}
+	for _, l := range out.Logs {
+		fmt.Fprintf(&b, "; %q", l.Msg)
+	}
+	return b.String()
+}
+
+func describeLease(l *coordinationv1.Lease, rv string) string {
+	if l == nil {
+		return "missing@" + rv
+	}
+	d := int32(0)
+	if l.Spec.LeaseDurationSeconds != nil {
+		d = *l.Spec.LeaseDurationSeconds
+	}
+	sig := ""
+	if by := l.Annotations[ReleasedByAnnotation]; by != "" {
+		sig = " signed " + by
+	}
+	return fmt.Sprintf("%s{holder %q %ds%s}", l.ResourceVersion, holderOf(l), d, sig)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
