@@ -43,18 +43,20 @@ func newProber(cfg config.AppHealth, elector *elect.Elector, registry prometheus
 }
 
 // newLabeler builds the leader label: "true" on this Pod while it leads,
-// "false" otherwise, and stale "true" labels of other Pods cleared by the
-// leader once per lease duration.
+// "false" otherwise, and stale "true" labels of other Pods of the same
+// election (the same Lease) cleared by the leader once per lease duration.
 func newLabeler(cfg config.Config, clientset kubernetes.Interface, elector *elect.Elector, registry prometheus.Registerer, log *slog.Logger) (*podlabel.Labeler, error) {
 	return podlabel.New(podlabel.Config{
-		Pods:        clientset.CoreV1(),
-		Namespace:   cfg.Pod.Namespace,
-		PodName:     cfg.Pod.Name,
-		Key:         cfg.PodLabel,
-		Source:      elector,
-		RetryPeriod: cfg.RetryPeriod,
-		Resync:      cfg.LeaseDuration,
-		Logger:      log,
-		Metrics:     podlabel.NewMetrics(registry),
+		Pods:           clientset.CoreV1(),
+		Namespace:      cfg.Pod.Namespace,
+		PodName:        cfg.Pod.Name,
+		Key:            cfg.PodLabel,
+		LeaseNamespace: cfg.LeaseNamespace,
+		LeaseName:      cfg.LeaseName,
+		Source:         elector,
+		RetryPeriod:    cfg.RetryPeriod,
+		Resync:         cfg.LeaseDuration,
+		Logger:         log,
+		Metrics:        podlabel.NewMetrics(registry),
 	})
 }

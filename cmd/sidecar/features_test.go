@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/podlabel"
 )
 
 // app is a stand-in for the app container's health endpoint: it answers
@@ -143,7 +144,7 @@ const leaderLabel = "leasehold.io/leader"
 // failover (SIGKILL: the dead leader cannot take its own label off) and a
 // crash-restart (the killed instance back, with a stale "true" put on its
 // Pod by hand), exactly the leader's Pod carries "true" and every other
-// Pod "false".
+// Pod "false", each with the election label naming the Lease.
 func TestPodLabelFollowsLeadership(t *testing.T) {
 	f := newFleet(t)
 	f.Env = append(f.Env, "LEASEHOLD_POD_LABEL="+leaderLabel)
@@ -174,12 +175,13 @@ func TestPodLabelFollowsLeadership(t *testing.T) {
 		}
 	}
 	// onlyLeaderLabelled waits until exactly leader's Pod says "true" and
-	// every other Pod "false".
+	// every other Pod "false", and every Pod carries the election label
+	// (the Lease's name, which lives in the Pods' namespace).
 	onlyLeaderLabelled := func(what string, leader *fleet.Instance) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			got := map[string]string{}
+			got, elections := map[string]string{}, map[string]string{}
 			list, err := pods.List(t.Context(), metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -187,17 +189,18 @@ func TestPodLabelFollowsLeadership(t *testing.T) {
 			ok := len(list.Items) == len(names)
 			for _, p := range list.Items {
 				got[p.Name] = p.Labels[leaderLabel]
+				elections[p.Name] = p.Labels[podlabel.LeaseKey]
 				want := "false"
 				if p.Name == leader.Name {
 					want = "true"
 				}
-				ok = ok && got[p.Name] == want
+				ok = ok && got[p.Name] == want && elections[p.Name] == f.Lease
 			}
 			if ok {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: labels %v, want true on %s only", what, got, leader.Name)
+				t.Fatalf("%s: labels %v, election labels %v; want true on %s only, and %s=%s on every Pod", what, got, elections, leader.Name, podlabel.LeaseKey, f.Lease)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

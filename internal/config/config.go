@@ -228,7 +228,8 @@ func Load() (Config, error) {
 //     than 0, the timeout at most the interval; _FAILURE_THRESHOLD is at
 //     least 1. The three tuning variables are errors when set without the
 //     URL (they would silently do nothing).
-//  11. LEASEHOLD_POD_LABEL, if set, is a qualified label name, POD_NAME is
+//  11. LEASEHOLD_POD_LABEL, if set, is a qualified label name other than
+//     leasehold.io/lease (podlabel.LeaseKey, the election label), POD_NAME is
 //     set, and the Pod's namespace resolves: POD_NAMESPACE, else the
 //     namespace file (never LEASEHOLD_LEASE_NAMESPACE: the Lease may live
 //     elsewhere than the Pod).

@@ -323,6 +323,8 @@ func TestRules(t *testing.T) {
 		// 11. Pod label.
 		{name: "pod label invalid", env: with("LEASEHOLD_POD_LABEL", "leasehold.io/", "POD_NAME", "p", "POD_NAMESPACE", "default"),
 			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{`"leasehold.io/"`, "label key"}},
+		{name: "pod label is the election label", env: with("LEASEHOLD_POD_LABEL", "leasehold.io/lease", "POD_NAME", "p", "POD_NAMESPACE", "default"),
+			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{`"leasehold.io/lease"`, "election label", "choose another key"}},
 		{name: "pod label without pod name", env: with("LEASEHOLD_POD_LABEL", "leasehold.io/leader", "POD_NAMESPACE", "default"),
 			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{"requires POD_NAME"}},
 		{name: "pod label bad pod name", env: with("LEASEHOLD_POD_LABEL", "leader", "POD_NAME", "Pod_1", "POD_NAMESPACE", "default"),

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/leasehold/leasehold/internal/podlabel"
 )
 
 // AppHealth configures health-gated candidacy: the sidecar campaigns only
@@ -79,6 +81,9 @@ func appHealth(s spec) (AppHealth, error) {
 func (l Loader) podRef(label string) (PodRef, error) {
 	if errs := validation.IsQualifiedName(label); len(errs) > 0 {
 		return PodRef{}, errorf(varPodLabel, "%q is not a valid label key: %s", label, strings.Join(errs, "; "))
+	}
+	if label == podlabel.LeaseKey {
+		return PodRef{}, errorf(varPodLabel, "%q is the election label that leasehold writes next to the leader label; choose another key, such as leasehold.io/leader", label)
 	}
 	pod := PodRef{Name: os.Getenv("POD_NAME"), Namespace: os.Getenv("POD_NAMESPACE")}
 	if pod.Name == "" {

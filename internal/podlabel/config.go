@@ -27,8 +27,13 @@ type Config struct {
 	// POD_NAME from the downward API). Cleanup lists Pods in Namespace.
 	Namespace, PodName string
 	// Key is the label's key, e.g. "leasehold.io/leader"; its values are
-	// "true" and "false".
+	// "true" and "false". It must not be LeaseKey.
 	Key string
+	// LeaseNamespace and LeaseName identify the Lease of the election that
+	// Source runs. The Labeler writes them on its own Pod as the election
+	// label LeaseKey, and its cleanup touches only Pods that carry the
+	// same election label, never another election's.
+	LeaseNamespace, LeaseName string
 	// Source is the election whose Snapshot.Leading the label follows.
 	Source Source
 
@@ -58,6 +63,8 @@ func (c *Config) validate() error {
 		return errors.New("podlabel: the Pod's namespace is required (set POD_NAMESPACE from the downward API)")
 	case c.PodName == "":
 		return errors.New("podlabel: the Pod's name is required (set POD_NAME from the downward API)")
+	case c.LeaseNamespace == "" || c.LeaseName == "":
+		return errors.New("podlabel: the Lease's namespace and name are required: they name the election in the election label")
 	case c.RetryPeriod <= 0:
 		return fmt.Errorf("podlabel: retryPeriod %s must be positive", c.RetryPeriod)
 	case c.Resync <= 0:
@@ -65,6 +72,15 @@ func (c *Config) validate() error {
 	}
 	if errs := validation.IsQualifiedName(c.Key); len(errs) > 0 {
 		return fmt.Errorf("podlabel: label key %q is not a valid qualified name: %s", c.Key, strings.Join(errs, "; "))
+	}
+	if c.Key == LeaseKey {
+		return fmt.Errorf("podlabel: label key %q is the election label's own key; choose another", c.Key)
+	}
+	if errs := validation.IsDNS1123Label(c.LeaseNamespace); len(errs) > 0 {
+		return fmt.Errorf("podlabel: the Lease's namespace %q is not a valid DNS label: %s", c.LeaseNamespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(c.LeaseName); len(errs) > 0 {
+		return fmt.Errorf("podlabel: the Lease's name %q is not a valid DNS subdomain: %s", c.LeaseName, strings.Join(errs, "; "))
 	}
 	return nil
 }

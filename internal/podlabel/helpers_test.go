@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -67,24 +68,33 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// createPods creates minimal Pods (no kubelet runs: they stay Pending),
-// with label value v when it is not "".
+// createPods creates minimal Pods. When v is not "", they carry label value
+// v and the election label of the Lease leaseName, as the Labelers of that
+// election write them.
 func (f *fixture) createPods(v string, names ...string) {
 	f.t.Helper()
 	for _, name := range names {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: corev1.PodSpec{
-				AutomountServiceAccountToken: ptr.To(false),
-				Containers:                   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-			},
-		}
+		var l map[string]string
 		if v != "" {
-			p.Labels = map[string]string{labelKey: v}
+			l = map[string]string{labelKey: v, LeaseKey: leaseName}
 		}
-		if _, err := f.admin.CoreV1().Pods(f.namespace).Create(f.t.Context(), p, metav1.CreateOptions{}); err != nil {
-			f.t.Fatal(err)
-		}
+		f.createPod(name, l)
+	}
+}
+
+// createPod creates a minimal Pod (no kubelet runs: it stays Pending) with
+// labels.
+func (f *fixture) createPod(name string, labels map[string]string) {
+	f.t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers:                   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	if _, err := f.admin.CoreV1().Pods(f.namespace).Create(f.t.Context(), p, metav1.CreateOptions{}); err != nil {
+		f.t.Fatal(err)
 	}
 }
 
@@ -93,13 +103,20 @@ func (f *fixture) createPods(v string, names ...string) {
 func (f *fixture) setLabel(pod, v string) {
 	f.t.Helper()
 	if _, err := f.admin.CoreV1().Pods(f.namespace).Patch(f.t.Context(), pod, types.MergePatchType,
-		labelPatch(labelKey, v == "true", ""), metav1.PatchOptions{}); err != nil {
+		labelPatch(labels.Set{labelKey: v}, ""), metav1.PatchOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
-// labels returns every Pod's label value ("" when it has none).
+// labels returns every Pod's leader label value ("" when it has none).
 func (f *fixture) labels() map[string]string {
+	f.t.Helper()
+	return f.labelValues(labelKey)
+}
+
+// labelValues returns every Pod's value of the label key ("" when it has
+// none).
+func (f *fixture) labelValues(key string) map[string]string {
 	f.t.Helper()
 	pods, err := f.admin.CoreV1().Pods(f.namespace).List(f.t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -107,15 +124,21 @@ func (f *fixture) labels() map[string]string {
 	}
 	out := map[string]string{}
 	for _, p := range pods.Items {
-		out[p.Name] = p.Labels[labelKey]
+		out[p.Name] = p.Labels[key]
 	}
 	return out
 }
 
-// holder returns the Lease's holder, "" when none or no Lease.
+// holder returns the holder of the Lease leaseName, "" when none or no Lease.
 func (f *fixture) holder() string {
 	f.t.Helper()
-	l, err := f.admin.CoordinationV1().Leases(f.namespace).Get(f.t.Context(), leaseName, metav1.GetOptions{})
+	return f.holderOf(leaseName)
+}
+
+// holderOf returns the holder of the Lease lease, "" when none or no Lease.
+func (f *fixture) holderOf(lease string) string {
+	f.t.Helper()
+	l, err := f.admin.CoordinationV1().Leases(f.namespace).Get(f.t.Context(), lease, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return ""
 	}
@@ -125,11 +148,18 @@ func (f *fixture) holder() string {
 	return ptr.Deref(l.Spec.HolderIdentity, "")
 }
 
-// eventually polls cond every 50ms until it returns "" (no problem) or the
-// deadline passes, then fails with the last problem.
+// eventually polls cond every 50ms until it returns "" (no problem) or
+// generous has passed, then fails with the last problem.
 func (f *fixture) eventually(what string, cond func() string) {
 	f.t.Helper()
-	deadline := time.Now().Add(generous)
+	f.eventuallyWithin(generous, what, cond)
+}
+
+// eventuallyWithin is eventually with a deadline of its own, for waits that
+// are meant to take long.
+func (f *fixture) eventuallyWithin(timeout time.Duration, what string, cond func() string) {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
 		problem := cond()
 		if problem == "" {
@@ -143,8 +173,9 @@ func (f *fixture) eventually(what string, cond func() string) {
 }
 
 // waitConverged waits until the Lease names a running candidate that leads
-// (other than the ones in not), that candidate's Pod carries true and every
-// other Pod carries false. It returns the leader.
+// (other than the ones in not), that candidate's Pod carries true, every
+// other Pod carries false, and every Pod carries the election label of the
+// Lease leaseName. It returns the leader.
 func (f *fixture) waitConverged(what string, not ...*candidate) *candidate {
 	f.t.Helper()
 	var leader *candidate
@@ -175,6 +206,11 @@ func (f *fixture) waitConverged(what string, not ...*candidate) *candidate {
 				wrong = append(wrong, fmt.Sprintf("%s=%q (want %q)", pod, got, want))
 			}
 		}
+		for pod, got := range f.labelValues(LeaseKey) {
+			if got != leaseName {
+				wrong = append(wrong, fmt.Sprintf("%s: election label %q (want %q)", pod, got, leaseName))
+			}
+		}
 		sort.Strings(wrong)
 		if len(wrong) > 0 {
 			return fmt.Sprintf("leader %s (pod %s); wrong labels: %s", leader.id, leader.pod, strings.Join(wrong, ", "))
@@ -199,12 +235,13 @@ func (f *fixture) running() []*candidate {
 // candidate is one sidecar in-process: an Elector and a Labeler sharing one
 // client whose traffic crosses its own Proxy.
 type candidate struct {
-	id, pod string
-	proxy   *kubetest.Proxy
-	elector *elect.Elector
-	labeler *Labeler
-	metrics *Metrics
-	logs    *logBuffer
+	id, pod, lease string
+	proxy          *kubetest.Proxy
+	elector        *elect.Elector
+	labeler        *Labeler
+	metrics        *Metrics
+	logs           *logBuffer
+	rounds         roundCounter
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when both Runs returned
@@ -214,9 +251,16 @@ type candidate struct {
 	stopped bool
 }
 
-// start runs a candidate named id for pod as user (nil: admin) until the
-// test ends or stop.
+// start runs a candidate named id for pod as user (nil: admin), contending
+// for the Lease leaseName, until the test ends or stop.
 func (f *fixture) start(id, pod string, user *kubetest.User) *candidate {
+	f.t.Helper()
+	return f.startFor(leaseName, id, pod, user)
+}
+
+// startFor is start for the Lease lease (one app of several in the
+// namespace).
+func (f *fixture) startFor(lease, id, pod string, user *kubetest.User) *candidate {
 	f.t.Helper()
 	t := f.t
 	proxy, err := cluster.NewProxy()
@@ -235,21 +279,23 @@ func (f *fixture) start(id, pod string, user *kubetest.User) *candidate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &candidate{id: id, pod: pod, proxy: proxy, metrics: NewMetrics(nil), logs: &logBuffer{}, done: make(chan struct{})}
+	c := &candidate{id: id, pod: pod, lease: lease, proxy: proxy, metrics: NewMetrics(nil), logs: &logBuffer{}, done: make(chan struct{})}
 	log := slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("candidate", id)
 	if c.elector, err = elect.New(elect.Config{
-		Leases: cs.CoordinationV1(), Namespace: f.namespace, Name: leaseName, Identity: id,
+		Leases: cs.CoordinationV1(), Namespace: f.namespace, Name: lease, Identity: id,
 		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 		ReleaseOnStop: true, Logger: log,
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if c.labeler, err = New(Config{
-		Pods: cs.CoreV1(), Namespace: f.namespace, PodName: pod, Key: labelKey, Source: c.elector,
+		Pods: cs.CoreV1(), Namespace: f.namespace, PodName: pod, Key: labelKey,
+		LeaseNamespace: f.namespace, LeaseName: lease, Source: c.elector,
 		RetryPeriod: retryPeriod, Resync: resync, Logger: log, Metrics: c.metrics,
 	}); err != nil {
 		t.Fatal(err)
 	}
+	c.labeler.idle = c.rounds.record
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	var wg sync.WaitGroup
@@ -296,6 +342,32 @@ func (c *candidate) isStopped() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stopped
+}
+
+// roundCounter counts the Labeler's timer rounds: the times its loop blocked
+// with a wake time other than the last one. A leader's wake time moves only
+// when a cleanup ends (or a failed write is to be retried), so while the
+// own label is written each round is one cleanup: a list, and the clearing
+// of what it found.
+type roundCounter struct {
+	mu   sync.Mutex
+	n    int
+	last time.Time
+}
+
+func (r *roundCounter) record(wake time.Time, armed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if armed && !wake.Equal(r.last) {
+		r.n++
+		r.last = wake
+	}
+}
+
+func (r *roundCounter) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
 }
 
 func (c *candidate) failures() float64 { return value(c.metrics.failures) }

@@ -289,6 +289,7 @@ func TestCleanupPatchIsConditionalOnTheListedVersion(t *testing.T) {
 	f.createPods("true", "other")
 	l, err := New(Config{
 		Pods: f.admin.CoreV1(), Namespace: f.namespace, PodName: "own", Key: labelKey,
+		LeaseNamespace: f.namespace, LeaseName: leaseName,
 		Source: publisherSource{elect.NewPublisher(elect.Snapshot{})}, RetryPeriod: retryPeriod, Resync: resync,
 	})
 	if err != nil {
@@ -328,6 +329,7 @@ func TestMissingOwnPodIsLoggedAndRetried(t *testing.T) {
 	logs, m := &logBuffer{}, NewMetrics(nil)
 	l, err := New(Config{
 		Pods: f.admin.CoreV1(), Namespace: f.namespace, PodName: "late", Key: labelKey,
+		LeaseNamespace: f.namespace, LeaseName: leaseName,
 		Source: publisherSource{elect.NewPublisher(elect.Snapshot{})}, RetryPeriod: retryPeriod, Resync: resync,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), Metrics: m,
 	})

@@ -20,6 +20,7 @@ import (
 // New and start it with Run (once).
 type Labeler struct {
 	cfg     Config
+	lease   string // the value of the election label LeaseKey
 	pods    corev1client.PodInterface
 	clock   clock.WithTicker
 	log     *slog.Logger
@@ -39,6 +40,7 @@ func New(cfg Config) (*Labeler, error) {
 	}
 	l := &Labeler{
 		cfg:     cfg,
+		lease:   leaseValue(cfg.LeaseNamespace, cfg.LeaseName, cfg.Namespace),
 		pods:    cfg.Pods.Pods(cfg.Namespace),
 		clock:   cfg.Clock,
 		log:     cfg.Logger,
@@ -181,10 +183,11 @@ func (l *Labeler) writeOwn(ctx context.Context, s *state, value bool) {
 	l.log.Info("labelled the own Pod", "value", strconv.FormatBool(value))
 }
 
-// cleanup lists the Pods that carry true and sets every other one to false,
-// each conditional on the resourceVersion listed and sent only while this
-// instance is leader. It also checks that the own Pod is among them, and
-// marks the own value unknown (to be written again) if not.
+// cleanup lists the Pods of this election that carry true and sets every
+// other one to false, each conditional on the resourceVersion listed and
+// sent only while this instance is leader. It also checks that the own Pod
+// is among them (with both labels), and marks the own value unknown (to be
+// written again) if not.
 func (l *Labeler) cleanup(ctx context.Context, s *state) {
 	if !l.leads() {
 		// Validity ran out; the Elector publishes the step-down. Check again
@@ -229,7 +232,7 @@ func (l *Labeler) cleanup(ctx context.Context, s *state) {
 	}
 	if !ownTrue {
 		s.known = false
-		l.log.Warn("the own Pod does not carry the leader label; writing it again")
+		l.log.Warn("the own Pod does not carry the leader label with this election's label; writing it again", "election", l.lease)
 	}
 	next := l.cfg.Resync
 	if again {

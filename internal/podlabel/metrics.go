@@ -23,7 +23,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		cleared: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "leasehold_pod_label_cleared_total",
-			Help: "Other Pods' stale true leader labels this instance set to false while leading.",
+			Help: "Stale true leader labels on other Pods of this election (the same Lease) that this instance set to false while leading.",
 		}),
 	}
 	if reg != nil {

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
@@ -32,6 +33,7 @@ const (
 	unitNS     = "ns"
 	unitPod    = "a"
 	unitKey    = "leasehold.io/leader"
+	unitLease  = "orders" // in unitNS: the election label's value is the name
 	unitRetry  = 2 * time.Second
 	unitResync = 15 * time.Second
 )
@@ -75,16 +77,27 @@ type unitEnv struct {
 }
 
 // newUnitEnv creates Pods (name → label value, "" for none) in a fake
-// clientset, and a Publisher that stands in for the Elector.
+// clientset, and a Publisher that stands in for the Elector. A Pod with a
+// value carries the election label of unitLease too, as its Labeler writes
+// it.
 func newUnitEnv(t *testing.T, pods map[string]string) *unitEnv {
 	t.Helper()
-	var objs []runtime.Object
+	withLabels := map[string]map[string]string{}
 	for name, v := range pods {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: unitNS}}
+		withLabels[name] = nil
 		if v != "" {
-			p.Labels = map[string]string{unitKey: v}
+			withLabels[name] = map[string]string{unitKey: v, LeaseKey: unitLease}
 		}
-		objs = append(objs, p)
+	}
+	return newUnitEnvLabels(t, withLabels)
+}
+
+// newUnitEnvLabels is newUnitEnv with each Pod's labels given in full.
+func newUnitEnvLabels(t *testing.T, pods map[string]map[string]string) *unitEnv {
+	t.Helper()
+	var objs []runtime.Object
+	for name, l := range pods {
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: unitNS, Labels: l}})
 	}
 	return &unitEnv{
 		t:       t,
@@ -110,7 +123,7 @@ func (e *unitEnv) start() {
 	e.t.Helper()
 	l, err := New(Config{
 		Pods: e.cs.CoreV1(), Namespace: unitNS, PodName: unitPod, Key: unitKey,
-		Source: publisherSource{e.pub}, RetryPeriod: unitRetry, Resync: unitResync,
+		LeaseNamespace: unitNS, LeaseName: unitLease, Source: publisherSource{e.pub}, RetryPeriod: unitRetry, Resync: unitResync,
 		Clock: e.clock, Metrics: e.metrics,
 	})
 	if err != nil {
@@ -175,8 +188,13 @@ type sent struct {
 	verb, pod, value, rv string
 }
 
+// unitSelector is the cleanup's list selector: this election's true.
+var unitSelector = labels.SelectorFromSet(labels.Set{unitKey: "true", LeaseKey: unitLease}).String()
+
 // sent returns the pod requests sent so far: patches with their label
-// value and resourceVersion precondition, and lists.
+// value and resourceVersion precondition, and lists. It checks that every
+// patch of the own Pod sets the election label, that no other Pod's patch
+// touches it, and that every list selects this election's true.
 func (e *unitEnv) sent() []sent {
 	e.t.Helper()
 	var out []sent
@@ -195,10 +213,17 @@ func (e *unitEnv) sent() []sent {
 			if err := json.Unmarshal(a.GetPatch(), &p); err != nil {
 				e.t.Fatalf("patch %s is not JSON: %v", a.GetPatch(), err)
 			}
+			election, set := p.Metadata.Labels[LeaseKey]
+			switch {
+			case a.GetName() == unitPod && election != unitLease:
+				e.t.Errorf("patch %s of the own Pod sets the election label to %q, want %q", a.GetPatch(), election, unitLease)
+			case a.GetName() != unitPod && set:
+				e.t.Errorf("patch %s of %s touches the election label", a.GetPatch(), a.GetName())
+			}
 			out = append(out, sent{"patch", a.GetName(), p.Metadata.Labels[unitKey], p.Metadata.ResourceVersion})
 		case k8stesting.ListAction:
-			if sel := a.GetListRestrictions().Labels.String(); sel != unitKey+"=true" {
-				e.t.Errorf("list with selector %q", sel)
+			if sel := a.GetListRestrictions().Labels.String(); sel != unitSelector {
+				e.t.Errorf("list with selector %q, want %q", sel, unitSelector)
 			}
 			out = append(out, sent{verb: "list"})
 		}
@@ -450,17 +475,76 @@ func TestCleanupClearsOthersAndRestoresOwn(t *testing.T) {
 		t.Errorf("failures %v, want 0 (a conflict is not a failure)", f)
 	}
 
-	// Someone sets the leader's own label to false: the next resync sees it
-	// missing from the list and writes true again.
-	if _, err := e.cs.CoreV1().Pods(unitNS).Patch(context.Background(), unitPod, "application/merge-patch+json",
-		[]byte(`{"metadata":{"labels":{"`+unitKey+`":"false"}}}`), metav1.PatchOptions{}); err != nil {
+	// Someone sets the leader's own label to false, or removes its election
+	// label: the next resync sees the own Pod missing from the list and
+	// writes both again.
+	for what, edit := range map[string]func(map[string]string){
+		"leader label false":     func(l map[string]string) { l[unitKey] = "false" },
+		"election label removed": func(l map[string]string) { delete(l, LeaseKey) },
+	} {
+		e.editByHand(unitPod, edit)
+		before := len(e.sent())
+		e.act(func() { e.clock.Step(unitResync) })
+		expectSent(t, e.sent()[before:], list, patchOf(unitPod, "true"))
+		p, err := e.cs.CoreV1().Pods(unitNS).Get(context.Background(), unitPod, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Labels[unitKey] != "true" || p.Labels[LeaseKey] != unitLease {
+			t.Errorf("%s: own labels %v after resync, want both restored", what, p.Labels)
+		}
+	}
+}
+
+// editByHand changes a Pod's labels in the fake's store directly, as
+// someone other than the Labeler would: no action is recorded.
+func (e *unitEnv) editByHand(pod string, edit func(map[string]string)) {
+	e.t.Helper()
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	obj, err := e.cs.Tracker().Get(gvr, unitNS, pod)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p := obj.(*corev1.Pod).DeepCopy()
+	edit(p.Labels)
+	if err := e.cs.Tracker().Update(gvr, p, unitNS); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// Cleanup touches only this election's Pods: another app's (another
+// Lease's) true in the same namespace, one of a Lease with the same name in
+// another namespace, and one written by a leasehold that wrote no election
+// label all stay true, at acquisition and at every resync.
+func TestCleanupTouchesOnlyItsOwnElection(t *testing.T) {
+	e := newUnitEnvLabels(t, map[string]map[string]string{
+		unitPod:     nil,
+		"same":      {unitKey: "true", LeaseKey: unitLease},
+		"other-app": {unitKey: "true", LeaseKey: "payments"},
+		"elsewhere": {unitKey: "true", LeaseKey: "platform_" + unitLease},
+		"legacy":    {unitKey: "true"},
+	})
+	e.lead()
+	e.start()
+	e.waitIdle(0)
+	expectSent(t, e.sent(), patchOf(unitPod, "true"), list, patchOf("same", "false"))
+	e.act(func() { e.clock.Step(unitResync) })
+	e.act(func() { e.clock.Step(unitResync) })
+	expectSent(t, e.sent(), patchOf(unitPod, "true"), list, patchOf("same", "false"), list, list)
+	for pod, want := range map[string]string{unitPod: "true", "same": "false", "other-app": "true", "elsewhere": "true", "legacy": "true"} {
+		if got := e.label(pod); got != want {
+			t.Errorf("pod %s: label %q, want %q", pod, got, want)
+		}
+	}
+	p, err := e.cs.CoreV1().Pods(unitNS).Get(context.Background(), unitPod, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	before := len(e.sent())
-	e.act(func() { e.clock.Step(unitResync) })
-	expectSent(t, e.sent()[before:], list, patchOf(unitPod, "true"))
-	if got := e.label(unitPod); got != "true" {
-		t.Errorf("own label %q after resync, want true", got)
+	if got := p.Labels[LeaseKey]; got != unitLease {
+		t.Errorf("own Pod's election label %q, want %q", got, unitLease)
+	}
+	if c := value(e.metrics.cleared); c != 1 {
+		t.Errorf("cleared %v, want 1", c)
 	}
 }
 
@@ -468,6 +552,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	good := func() Config {
 		return Config{
 			Pods: fake.NewClientset().CoreV1(), Namespace: "ns", PodName: "p", Key: "leasehold.io/leader",
+			LeaseNamespace: "ns", LeaseName: "orders",
 			Source: publisherSource{elect.NewPublisher(elect.Snapshot{})}, RetryPeriod: time.Second, Resync: time.Second,
 		}
 	}
@@ -475,16 +560,22 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Fatalf("good config: %v", err)
 	}
 	for name, change := range map[string]func(*Config){
-		"no client":          func(c *Config) { c.Pods = nil },
-		"no source":          func(c *Config) { c.Source = nil },
-		"no namespace":       func(c *Config) { c.Namespace = "" },
-		"no pod name":        func(c *Config) { c.PodName = "" },
-		"empty key":          func(c *Config) { c.Key = "" },
-		"key with a space":   func(c *Config) { c.Key = "leader label" },
-		"key with two slash": func(c *Config) { c.Key = "a/b/c" },
-		"bad prefix":         func(c *Config) { c.Key = "Leasehold_IO/leader" },
-		"zero retry":         func(c *Config) { c.RetryPeriod = 0 },
-		"zero resync":        func(c *Config) { c.Resync = 0 },
+		"no client":           func(c *Config) { c.Pods = nil },
+		"no source":           func(c *Config) { c.Source = nil },
+		"no namespace":        func(c *Config) { c.Namespace = "" },
+		"no pod name":         func(c *Config) { c.PodName = "" },
+		"empty key":           func(c *Config) { c.Key = "" },
+		"key with a space":    func(c *Config) { c.Key = "leader label" },
+		"key with two slash":  func(c *Config) { c.Key = "a/b/c" },
+		"bad prefix":          func(c *Config) { c.Key = "Leasehold_IO/leader" },
+		"election key":        func(c *Config) { c.Key = LeaseKey },
+		"no lease namespace":  func(c *Config) { c.LeaseNamespace = "" },
+		"bad lease namespace": func(c *Config) { c.LeaseNamespace = "a.b" },
+		"no lease name":       func(c *Config) { c.LeaseName = "" },
+		"bad lease name":      func(c *Config) { c.LeaseName = "Orders" },
+		"long lease name":     func(c *Config) { c.LeaseName = strings.Repeat("a", 254) },
+		"zero retry":          func(c *Config) { c.RetryPeriod = 0 },
+		"zero resync":         func(c *Config) { c.Resync = 0 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := good()

@@ -20,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/podlabel"
 )
 
 const (
@@ -226,7 +227,8 @@ func TestChartRoleLetsTheSidecarLabelItsPod(t *testing.T) {
 		t.Fatal(err) // admission looks it up; no controller manager creates it here
 	}
 	for _, name := range []string{"a", "b"} {
-		stale := map[string]string{key: "true"} // b: a crashed leader's label
+		// b: a crashed leader's labels, the leader label with its election's
+		stale := map[string]string{key: "true", podlabel.LeaseKey: lease}
 		if name == "a" {
 			stale = nil
 		}

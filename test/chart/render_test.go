@@ -442,6 +442,7 @@ func TestBadValuesFailWithAClearMessage(t *testing.T) {
 		"health threshold zero":     {[]string{"--set", "appHealth.failureThreshold=0"}, []string{schema, "at '/appHealth/failureThreshold'"}},
 		"health interval no unit":   {[]string{"--set", "appHealth.interval=2"}, []string{schema, "at '/appHealth/interval'"}},
 		"bad pod label key":         {[]string{"--set", "podLabel.key=leader label"}, []string{schema, "at '/podLabel/key'"}},
+		"election label as key":     {[]string{"--set", "podLabel.key=leasehold.io/lease"}, []string{schema, "at '/podLabel/key'"}},
 		"misspelled key in a file":  {[]string{"-f", writeValues(t, "timings:\n  leaseDurationSeconds: 15\n")}, []string{schema, "additional properties 'leaseDurationSeconds' not allowed"}},
 		"no ServiceAccount name":    {[]string{"--set", "serviceAccount.create=false"}, []string{"serviceAccount.name is required when serviceAccount.create is false"}},
 		"native sidecar on 1.28":    {[]string{"--set", "demo.enabled=true", "--kube-version", "1.28.5"}, []string{"nativeSidecar needs Kubernetes >= 1.29", "nativeSidecar=false"}},
