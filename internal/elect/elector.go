@@ -63,7 +63,7 @@ func New(cfg Config) (*Elector, error) {
 		e.metrics = NewMetrics(nil)
 	}
 	e.log = e.log.With("lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity)
-	e.snapshots = NewPublisher(Snapshot{Identity: cfg.Identity, Namespace: cfg.Namespace, Lease: cfg.Name})
+	e.snapshots = NewPublisher(Snapshot{Identity: cfg.Identity, Namespace: cfg.Namespace, Lease: cfg.Name, Index: uint64(e.clock.Now().UnixMicro())})
 	return e, nil
 }
 
