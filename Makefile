@@ -20,7 +20,7 @@ export LEASEHOLD_HELM := $(HELM_BIN)
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test vet kube-bins helm-bin chart-test kube bench image e2e-soak check-no-leftovers
+.PHONY: demo test unit vet kube-bins helm-bin chart-test kube bench image e2e-soak check-no-leftovers
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
 demo: kube-bins
@@ -30,6 +30,11 @@ demo: kube-bins
 test: kube-bins helm-bin vet
 	go test $(GO_TEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory check-no-leftovers
+
+## unit: the unit tests only (go test -short), with the race detector; needs neither the apiserver binaries nor helm.
+## Tests that need the apiserver skip; those that need only the sidecar binary (built on the fly) run.
+unit:
+	go test -short -race -count=1 ./...
 
 vet:
 	go vet ./...

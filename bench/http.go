@@ -246,6 +246,9 @@ func (p *watcherPool) status(ctx context.Context, path string) (uint64, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK { // e.g. 503 while the sidecar shuts down: no index
+		return 0, fmt.Errorf("GET %s: status %d", path, resp.StatusCode)
+	}
 	var st struct {
 		Index uint64 `json:"index"`
 	}

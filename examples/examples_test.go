@@ -206,7 +206,17 @@ func testExample(t *testing.T, ex example) {
 		t.Errorf("sidecar status %+v, %v: want still leading with token %d (else the 409 was not what stopped the example)", st, err, token2)
 	}
 
-	// 5. SIGTERM, while it blocks on the watch: it exits 0, promptly.
+	// 5. It now waits for a term newer than the fenced one, blocked on the
+	// watch: the sidecar counts its long-poll as open. An example that sent
+	// back a mangled index (the index is a start time in microseconds, far
+	// above 2^32; 32-bit arithmetic or a lossy float would change it) would
+	// be answered at once, again and again, and never count.
+	if idx := second.Status.Index; idx < 1<<40 {
+		t.Errorf("sidecar index %d: want a start time in microseconds, to test the example with a large index", idx)
+	}
+	awaitBlockedWatch(t, inst)
+
+	// 6. SIGTERM, while it blocks on the watch: it exits 0, promptly.
 	sent := time.Now()
 	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -297,6 +307,23 @@ func awaitStepDown(t *testing.T, inst *fleet.Instance) {
 			t.Fatalf("sidecar still leads 5s after the Lease was taken: %+v, %v", st, err)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// awaitBlockedWatch polls the sidecar's leasehold_watchers gauge until one
+// blocking request (the example's watch) is open.
+func awaitBlockedWatch(t *testing.T, inst *fleet.Instance) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		m, err := inst.Metrics(t.Context())
+		if err == nil && m.Sum("leasehold_watchers", nil) == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the example's watch never blocked (leasehold_watchers: %v, %v): does it send back the index it got?", m.Sum("leasehold_watchers", nil), err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -34,7 +34,8 @@ const (
 )
 
 // httpShutdownTimeout bounds how long open requests may take to finish once
-// the servers stop (long-polls and streams end at once: BeginShutdown).
+// the servers stop (long-polls and streams end at once:
+// EndBlockingRequests).
 const httpShutdownTimeout = 2 * time.Second
 
 // run wires configuration → Kubernetes client → elector → HTTP servers →
@@ -162,14 +163,19 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	case failure = <-failures:
 	}
 
-	// Shutdown order: readiness fails and blocking requests return; the
-	// prober stops, so candidacy no longer changes; the elector stops
-	// reporting leadership and releases the Lease; the labeler, having seen
-	// that, takes the leader label off this Pod; then the servers close.
+	// Shutdown order: readiness fails (and nothing else: long-polls and
+	// streams keep serving); the prober stops, so candidacy no longer
+	// changes; the elector stops reporting leadership, publishes that (every
+	// open long-poll and stream delivers leader:false) and releases the
+	// Lease; the labeler, having seen that, takes the leader label off this
+	// Pod; then blocking requests end, and those that would still block are
+	// answered 503 with Retry-After, so clients back off instead of polling
+	// in a loop; then the servers close.
 	api.BeginShutdown()
 	probing.stop()
 	election.stop()
 	labeling.stop()
+	api.EndBlockingRequests()
 	ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
 	defer cancel()
 	failure = errors.Join(failure, apiServer.Shutdown(ctx), opsServer.Shutdown(ctx))

@@ -3,10 +3,10 @@ package elect
 import "sync/atomic"
 
 // Publisher holds the current Snapshot and maintains its Index and Changed
-// channel: Index advances, and the previous Changed channel closes, exactly
-// when Leading, Holder, Term or Token differ from the previous snapshot.
-// The election loop publishes through one; tests of code that reads
-// snapshots can drive one by hand.
+// channel: Index advances by one, and the previous Changed channel closes,
+// exactly when Leading, Holder, Term or Token differ from the previous
+// snapshot. The election loop publishes through one; tests of code that
+// reads snapshots can drive one by hand.
 //
 // Publish must be called from a single goroutine at a time; Load is safe
 // from any goroutine.
@@ -14,8 +14,17 @@ type Publisher struct {
 	current atomic.Pointer[Snapshot]
 }
 
-// NewPublisher returns a Publisher whose current snapshot is initial, with
-// initial.Index as the first Index.
+// NewPublisher returns a Publisher whose current snapshot is initial, at
+// initial.Index: Index starts there and only grows.
+//
+// Indices of different processes must never collide, or a client that kept
+// an index across a sidecar restart would block on a state it never saw. So
+// the elector starts each process at uint64(start.UnixMicro()), the
+// process's start time in microseconds: a restarted process starts above any
+// index its predecessor can have reached unless that one published more than
+// one change per microsecond of its life, and the values stay below 2^53, so
+// that JSON clients that read numbers as doubles (JavaScript) read them
+// exactly.
 func NewPublisher(initial Snapshot) *Publisher {
 	p := &Publisher{}
 	initial.changed = make(chan struct{})
@@ -23,7 +32,9 @@ func NewPublisher(initial Snapshot) *Publisher {
 	return p
 }
 
-// Publish makes s the current snapshot. It ignores s.Index and sets it.
+// Publish makes s the current snapshot. It ignores s.Index and sets it: the
+// previous Index for a snapshot that changes none of Leading, Holder, Term
+// and Token, else the previous Index plus one.
 func (p *Publisher) Publish(s Snapshot) *Snapshot {
 	prev := p.current.Load()
 	if s.key() == prev.key() {

@@ -11,22 +11,24 @@ import (
 )
 
 // Main runs a test package of sidecar processes, for use in TestMain: it
-// builds the sidecar into a temporary folder (not with -short, which runs
-// no integration test), runs the tests against one kubetest Cluster, and
-// removes the binary afterwards.
+// builds the sidecar into a temporary folder, runs the tests against one
+// kubetest Cluster, and removes the binary afterwards. With -short it
+// builds the binary all the same (cheap once the build cache is warm) but
+// starts no cluster (*cluster stays nil: kubetest.Main), so that tests that
+// need only the binary (exit statuses, usage errors) run as unit tests on a
+// machine without the kube binaries, and those that need the apiserver skip
+// (kubetest.Require). A failed build fails the package.
 func Main(m *testing.M, cluster **kubetest.Cluster, binary *string) int {
 	flag.Parse()
-	if !testing.Short() {
-		dir, err := os.MkdirTemp("", "leasehold-bin-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		if *binary, err = Build(context.Background(), dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	dir, err := os.MkdirTemp("", "leasehold-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *binary, err = Build(context.Background(), dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return kubetest.Main(m, cluster)
 }

@@ -29,7 +29,9 @@ func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 
 // handleLeader serves GET /v1/leader[?wait=D]: 200 with the status when
 // this instance is the valid leader, else 503 with the status. With wait it
-// first blocks (at most D, ≤ 10m) until this instance leads.
+// first blocks (at most D, ≤ 10m) until this instance leads; once
+// EndBlockingRequests has been called, a wait that does not find this
+// instance leading is answered 503 by refuseBlocking instead.
 func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r)
 	if err != nil {
@@ -43,12 +45,16 @@ func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request) {
 	}
 	snap := s.election.Snapshot()
 	if wait > 0 {
-		var ok bool
-		snap, ok = s.await(r.Context(), snap, wait, func(snap *elect.Snapshot) bool {
+		var end waitEnd
+		snap, end = s.await(r.Context(), snap, wait, func(snap *elect.Snapshot) bool {
 			return snap.IsLeader(s.clock.Now())
 		})
-		if !ok {
-			return // the client left
+		switch end {
+		case clientGone:
+			return
+		case blockingEnded:
+			refuseBlocking(w)
+			return
 		}
 	}
 	st := s.statusOf(snap)

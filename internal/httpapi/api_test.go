@@ -46,8 +46,8 @@ func TestStatusWhenLeading(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("code = %d", rec.Code)
 	}
-	if got := rec.Header().Get(indexHeader); got != "1" {
-		t.Errorf("%s = %q, want 1", indexHeader, got)
+	if got := rec.Header().Get(indexHeader); got != idxs(1) {
+		t.Errorf("%s = %q, want %s", indexHeader, got, idxs(1))
 	}
 	got := decode(t, rec)
 	want := map[string]any{
@@ -81,7 +81,7 @@ func TestStatusWhenNotLeading(t *testing.T) {
 		"acquiredAt": "2026-05-01T11:59:00.123456789Z",
 		"renewedAt":  "2026-05-01T11:59:59.123456789Z",
 		"observedAt": "2026-05-01T11:59:59.623456789Z",
-		"index":      float64(0),
+		"index":      float64(idx(0)),
 		"candidate":  true,
 	}
 	if !maps.Equal(got, want) {
@@ -148,8 +148,8 @@ func TestStatusReportsAppHealth(t *testing.T) {
 func TestIndexHeaderOnEveryResponse(t *testing.T) {
 	f := newFixture(t, candidate())
 	f.publish(leading())
-	f.publish(candidate()) // Index 2
-	f.srv.BeginShutdown()  // so that blocking requests answer at once
+	f.publish(candidate())      // Index idx(2)
+	f.srv.EndBlockingRequests() // so that blocking requests answer at once
 	cases := []struct {
 		h              http.Handler
 		method, target string
@@ -159,7 +159,8 @@ func TestIndexHeaderOnEveryResponse(t *testing.T) {
 		{f.srv.APIHandler(), "GET", "/v1/leader?wait=1m"},
 		{f.srv.APIHandler(), "GET", "/v1/token"},
 		{f.srv.APIHandler(), "GET", "/v1/watch"},
-		{f.srv.APIHandler(), "GET", "/v1/watch?index=2&wait=1m"},
+		{f.srv.APIHandler(), "GET", "/v1/watch?index=" + idxs(2) + "&wait=1m"},
+		{f.srv.APIHandler(), "GET", "/v1/watch?index=" + idxs(1) + "&wait=1m"},
 		{f.srv.APIHandler(), "GET", "/v1/watch?index=x"},
 		{f.srv.APIHandler(), "POST", "/v1/release"},
 		{f.srv.APIHandler(), "GET", "/"},
@@ -175,8 +176,8 @@ func TestIndexHeaderOnEveryResponse(t *testing.T) {
 	}
 	for _, c := range cases {
 		rec := do(c.h, c.method, c.target)
-		if got := rec.Header().Get(indexHeader); got != "2" {
-			t.Errorf("%s %s (%d): %s = %q, want 2", c.method, c.target, rec.Code, indexHeader, got)
+		if got := rec.Header().Get(indexHeader); got != idxs(2) {
+			t.Errorf("%s %s (%d): %s = %q, want %s", c.method, c.target, rec.Code, indexHeader, got, idxs(2))
 		}
 	}
 }
@@ -198,7 +199,7 @@ func TestLeader(t *testing.T) {
 		if rec.Code != http.StatusOK {
 			t.Errorf("leading: code = %d, want 200", rec.Code)
 		}
-		if got := decode(t, rec); got["leader"] != true || got["fencingToken"] != float64(1042) || rec.Header().Get(indexHeader) != "1" {
+		if got := decode(t, rec); got["leader"] != true || got["fencingToken"] != float64(1042) || rec.Header().Get(indexHeader) != idxs(1) {
 			t.Errorf("leading: body = %v, want the status", got)
 		}
 	}
@@ -218,7 +219,7 @@ func TestLeaderWaitReturnsWhenLeadershipArrives(t *testing.T) {
 
 	released := candidate()
 	released.Holder, released.Token = "", 0
-	f.publish(released) // Index 1: a change, but not leadership
+	f.publish(released) // a change, but not leadership
 	won := f.publish(leading())
 
 	r := receive(t, answer)
@@ -252,20 +253,12 @@ func TestLeaderWaitEnds(t *testing.T) {
 		t.Errorf("answered after %s, before the wait of 50ms", elapsed)
 	}
 
-	answer := get(t.Context(), url+"/v1/leader?wait=10m")
-	f.waitWatchers(1)
-	f.srv.BeginShutdown()
-	if r := receive(t, answer); r.code != http.StatusServiceUnavailable {
-		t.Errorf("on shutdown: code = %d, want 503", r.code)
-	}
-
 	ctx, cancel := context.WithCancel(t.Context())
-	f2 := newFixture(t, candidate())
-	answer = get(ctx, live(t, f2.srv.APIHandler())+"/v1/leader?wait=10m")
-	f2.waitWatchers(1)
+	answer := get(ctx, url+"/v1/leader?wait=10m")
+	f.waitWatchers(1)
 	cancel()
 	<-answer
-	f2.waitWatchers(0) // the handler returned when the client left
+	f.waitWatchers(0) // the handler returned when the client left
 }
 
 func TestLeaderRejectsBadWait(t *testing.T) {
@@ -281,8 +274,8 @@ func TestToken(t *testing.T) {
 	f := newFixture(t, candidate())
 	rec := do(f.srv.APIHandler(), http.MethodGet, "/v1/token")
 	wantError(t, rec, http.StatusServiceUnavailable)
-	if rec.Header().Get(indexHeader) != "0" {
-		t.Errorf("%s = %q", indexHeader, rec.Header().Get(indexHeader))
+	if rec.Header().Get(indexHeader) != idxs(0) {
+		t.Errorf("%s = %q, want %s", indexHeader, rec.Header().Get(indexHeader), idxs(0))
 	}
 
 	f.publish(leading())
@@ -307,11 +300,11 @@ func TestRelease(t *testing.T) {
 		t.Fatalf("code = %d: %s", rec.Code, rec.Body)
 	}
 	got := decode(t, rec)
-	if got["released"] != true || got["leader"] != false || got["holder"] != "" || got["index"] != float64(1) || got["identity"] != identity {
+	if got["released"] != true || got["leader"] != false || got["holder"] != "" || got["index"] != float64(idx(1)) || got["identity"] != identity {
 		t.Errorf("body = %v, want released with the status after the release", got)
 	}
-	if rec.Header().Get(indexHeader) != "1" {
-		t.Errorf("%s = %q, want 1", indexHeader, rec.Header().Get(indexHeader))
+	if rec.Header().Get(indexHeader) != idxs(1) {
+		t.Errorf("%s = %q, want %s", indexHeader, rec.Header().Get(indexHeader), idxs(1))
 	}
 
 	// Idempotent: nothing more to release.
@@ -412,12 +405,15 @@ func TestNotFoundAndMethodNotAllowed(t *testing.T) {
 }
 
 // Client input never produces a 5xx or a panic. With this instance leading
-// and shutdown begun (so blocking requests answer at once), no request may
-// answer 5xx at all.
+// and blocking requests ended (so that they answer at once), no request may
+// answer 5xx, but for /readyz and the shutdown's 503 to a request that
+// would block.
 func FuzzClientInput(f *testing.F) {
 	for _, seed := range []struct{ method, target, accept, lastEventID string }{
 		{"GET", "/v1/watch?index=18446744073709551616&wait=1h", "", ""},
 		{"GET", "/v1/watch?index=1&wait=10m", "text/event-stream", "abc"},
+		{"GET", "/v1/watch?index=" + idxs(0) + "&wait=10m", "", ""},
+		{"GET", "/v1/watch", "text/event-stream", idxs(0)},
 		{"GET", "/v1/leader?wait=9223372036854775807ns", "", ""},
 		{"POST", "/v1/release?for=1e3s", "", ""},
 		{"GET", "/v1/status?%gg", "*/*", ""},
@@ -429,7 +425,7 @@ func FuzzClientInput(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, method, target, accept, lastEventID string) {
 		fx := newFixture(t, leading())
-		fx.srv.BeginShutdown()
+		fx.srv.EndBlockingRequests()
 		req, err := http.NewRequest(method, "http://localhost"+target, nil)
 		if err != nil {
 			t.Skip()
@@ -439,7 +435,7 @@ func FuzzClientInput(f *testing.F) {
 		for _, h := range []http.Handler{fx.srv.APIHandler(), fx.srv.OpsHandler()} {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
-			if rec.Code >= 500 && !(rec.Code == http.StatusServiceUnavailable && req.URL.Path == "/readyz") {
+			if rec.Code >= 500 && !(rec.Code == http.StatusServiceUnavailable && (req.URL.Path == "/readyz" || rec.Header().Get("Retry-After") != "")) {
 				t.Errorf("%s %q: code %d: %s", method, target, rec.Code, rec.Body)
 			}
 		}

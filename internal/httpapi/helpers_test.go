@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,17 @@ const (
 
 // t0 is the fake clock's start; it has nanoseconds, to check RFC3339Nano.
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 123456789, time.UTC)
+
+// firstIndex is the Index of every fixture's first Snapshot. Like the
+// elector's, it is a process start time in microseconds, far from 0, so
+// that no test relies on indices that start at 0.
+var firstIndex = uint64(t0.UnixMicro())
+
+// idx is the Index after n changes from a fixture's first Snapshot, and
+// idxs the same as a string (a query parameter, a header, an SSE id).
+func idx(n uint64) uint64 { return firstIndex + n }
+
+func idxs(n uint64) string { return strconv.FormatUint(idx(n), 10) }
 
 // fakeElection is an Election whose Snapshots tests publish by hand,
 // through the elect.Publisher the election loop uses.
@@ -132,9 +144,11 @@ func (h *fakeAppHealth) Status() apphealth.Status {
 	return h.status
 }
 
-// newFixture serves a fakeElection that starts in state first.
+// newFixture serves a fakeElection that starts in state first, at Index
+// firstIndex.
 func newFixture(t *testing.T, first elect.Snapshot, opts ...fixtureOption) *fixture {
 	t.Helper()
+	first.Index = firstIndex
 	f := &fixture{
 		t:     t,
 		clock: clocktesting.NewFakePassiveClock(t0),

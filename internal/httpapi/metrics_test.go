@@ -93,7 +93,7 @@ func TestMetricsValues(t *testing.T) {
 		"leader_election_master_status": {"name=orders-leader": 0},
 	})
 
-	answer := get(t.Context(), live(t, f.srv.APIHandler())+"/v1/watch?index=1&wait=10m")
+	answer := get(t.Context(), live(t, f.srv.APIHandler())+"/v1/watch?index="+idxs(1)+"&wait=10m")
 	f.waitWatchers(1)
 	want("watching", map[string]map[string]float64{"leasehold_watchers": {"": 1}})
 	f.publish(candidate())
@@ -121,7 +121,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(indexHeader) != "0" {
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(indexHeader) != idxs(0) {
 		t.Fatalf("code %d, %s %q", resp.StatusCode, indexHeader, resp.Header.Get(indexHeader))
 	}
 	text := string(body)

@@ -1,13 +1,23 @@
 package httpapi
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gorilla/mux"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+	"k8s.io/kube-openapi/pkg/validation/validate"
 	"sigs.k8s.io/yaml"
 )
 
@@ -169,4 +179,248 @@ func TestOpenAPIMatchesRouters(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("no routes")
 	}
+}
+
+// apiSpec is the OpenAPI document as plain JSON values, every $ref
+// resolved, for checking real responses against it.
+type apiSpec struct {
+	paths map[string]any
+}
+
+// loadSpec reads and resolves the OpenAPI document.
+func loadSpec(t *testing.T) *apiSpec {
+	t.Helper()
+	raw, err := os.ReadFile(openAPIPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", openAPIPath, err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatalf("%s: %v", openAPIPath, err)
+	}
+	resolved, ok := resolveRefs(t, doc, doc, 0).(map[string]any)
+	if !ok {
+		t.Fatalf("%s: not an object", openAPIPath)
+	}
+	paths, _ := resolved["paths"].(map[string]any)
+	return &apiSpec{paths: paths}
+}
+
+// resolveRefs returns node with every {"$ref": "#/..."} replaced by what it
+// points at in doc (the document has no cycles; depth guards against one).
+func resolveRefs(t *testing.T, doc, node any, depth int) any {
+	t.Helper()
+	if depth > 32 {
+		t.Fatalf("%s: $ref nesting too deep (a cycle?)", openAPIPath)
+	}
+	switch n := node.(type) {
+	case map[string]any:
+		if ref, ok := n["$ref"].(string); ok {
+			target := doc
+			for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+				m, _ := target.(map[string]any)
+				if target = m[part]; target == nil {
+					t.Fatalf("%s: $ref %q resolves to nothing", openAPIPath, ref)
+				}
+			}
+			return resolveRefs(t, doc, target, depth+1)
+		}
+		out := make(map[string]any, len(n))
+		for k, v := range n {
+			out[k] = resolveRefs(t, doc, v, depth+1)
+		}
+		return out
+	case []any:
+		out := make([]any, len(n))
+		for i, v := range n {
+			out[i] = resolveRefs(t, doc, v, depth+1)
+		}
+		return out
+	default:
+		return node
+	}
+}
+
+// observed is one real response of the Server.
+type observed struct {
+	method, path string // path is a path of the document, e.g. /v1/watch
+	code         int
+	header       http.Header
+	body         []byte
+}
+
+// recorded is the response rec recorded for method and path (rec's body is
+// left unread).
+func recorded(method, path string, rec *httptest.ResponseRecorder) observed {
+	return observed{method: method, path: path, code: rec.Code, header: rec.Header(), body: bytes.Clone(rec.Body.Bytes())}
+}
+
+// checkResponse fails t for every way in which a real response departs
+// from the document (see problems).
+func (sp *apiSpec) checkResponse(t *testing.T, o observed) {
+	t.Helper()
+	for _, p := range sp.problems(o) {
+		t.Errorf("%s %s → %d: %s", o.method, o.path, o.code, p)
+	}
+}
+
+// problems lists how a real response departs from the document: the
+// operation must document its status code; every header it documents as
+// required must be there; every X-Leasehold-Index, Retry-After or Allow
+// sent must be documented and match its schema; the Content-Type must be
+// documented, and a JSON body must match the documented schema.
+func (sp *apiSpec) problems(o observed) []string {
+	var out []string
+	item, _ := sp.paths[o.path].(map[string]any)
+	op, _ := item[strings.ToLower(o.method)].(map[string]any)
+	if op == nil {
+		return []string{"operation not documented"}
+	}
+	responses, _ := op["responses"].(map[string]any)
+	resp, _ := responses[strconv.Itoa(o.code)].(map[string]any)
+	if resp == nil {
+		return []string{fmt.Sprintf("status code not documented (body %s)", o.body)}
+	}
+	headers, _ := resp["headers"].(map[string]any)
+	for h, def := range headers {
+		def, _ := def.(map[string]any)
+		value := o.header.Get(h)
+		if value == "" {
+			if def["required"] == true {
+				out = append(out, "required header "+h+" missing")
+			}
+			continue
+		}
+		var v any = value
+		if schema, _ := def["schema"].(map[string]any); schema["type"] == "integer" {
+			n, err := strconv.ParseInt(value, 10, 64)
+			if err != nil {
+				out = append(out, fmt.Sprintf("header %s = %q, want an integer", h, value))
+				continue
+			}
+			v = n
+		}
+		out = append(out, mismatches("header "+h, def["schema"], v)...)
+	}
+	for _, h := range []string{indexHeader, "Retry-After", "Allow"} {
+		if _, ok := headers[h]; o.header.Get(h) != "" && !ok {
+			out = append(out, fmt.Sprintf("header %s = %q is not documented", h, o.header.Get(h)))
+		}
+	}
+	content, _ := resp["content"].(map[string]any)
+	mt, _, err := mime.ParseMediaType(o.header.Get("Content-Type"))
+	if err != nil {
+		return append(out, fmt.Sprintf("Content-Type %q: %v", o.header.Get("Content-Type"), err))
+	}
+	media, ok := content[mt].(map[string]any)
+	if !ok {
+		return append(out, "Content-Type "+mt+" is not documented")
+	}
+	if mt != "application/json" {
+		return out
+	}
+	dec := json.NewDecoder(bytes.NewReader(o.body))
+	dec.UseNumber()
+	var body any
+	if err := dec.Decode(&body); err != nil {
+		return append(out, fmt.Sprintf("body %q is not JSON: %v", o.body, err))
+	}
+	return append(out, mismatches("body", media["schema"], body)...)
+}
+
+// mismatches validates value against a resolved schema of the document.
+func mismatches(what string, schema, value any) []string {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return []string{what + ": schema: " + err.Error()}
+	}
+	var s spec.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return []string{what + ": schema: " + err.Error()}
+	}
+	var out []string
+	for _, err := range validate.NewSchemaValidator(&s, nil, "", strfmt.Default).Validate(value).Errors {
+		out = append(out, fmt.Sprintf("%s %v does not match the document: %v", what, value, err))
+	}
+	return out
+}
+
+// The checker itself finds departures: an undocumented code, a missing
+// required header, an undocumented header, a body of the wrong schema, a
+// wrong Content-Type, and a header value outside its schema.
+func TestCheckResponseFindsDepartures(t *testing.T) {
+	sp := loadSpec(t)
+	plain := http.Header{"Content-Type": {"application/json"}, indexHeader: {"5"}}
+	shutdown := http.Header{"Content-Type": {"application/json"}, indexHeader: {"5"}, "Retry-After": {"2"}}
+	good := observed{method: "GET", path: "/v1/watch", code: 503, header: shutdown, body: []byte(`{"error":"shutting down"}`)}
+	if p := sp.problems(good); len(p) != 0 {
+		t.Fatalf("a conforming response: %v", p)
+	}
+	for name, o := range map[string]observed{
+		"undocumented code":       {method: "GET", path: "/v1/status", code: 503, header: plain, body: []byte(`{"error":"x"}`)},
+		"required header missing": {method: "GET", path: "/v1/watch", code: 503, header: plain, body: []byte(`{"error":"x"}`)},
+		"undocumented header":     {method: "GET", path: "/v1/token", code: 503, header: shutdown, body: []byte(`{"error":"x"}`)},
+		"wrong body":              {method: "GET", path: "/v1/status", code: 200, header: plain, body: []byte(`{"leader":true}`)},
+		"neither body of oneOf":   {method: "GET", path: "/v1/leader", code: 503, header: plain, body: []byte(`{"leader":"no"}`)},
+		"wrong Content-Type":      {method: "GET", path: "/v1/watch", code: 503, header: http.Header{"Content-Type": {"text/plain"}, "Retry-After": {"2"}}, body: []byte("x")},
+		"Retry-After of 0":        {method: "GET", path: "/v1/watch", code: 503, header: http.Header{"Content-Type": {"application/json"}, "Retry-After": {"0"}}, body: []byte(`{"error":"x"}`)},
+		"negative index":          {method: "GET", path: "/v1/token", code: 503, header: http.Header{"Content-Type": {"application/json"}, indexHeader: {"-1"}}, body: []byte(`{"error":"x"}`)},
+	} {
+		if p := sp.problems(o); len(p) == 0 {
+			t.Errorf("%s: no problem found in %+v", name, o)
+		}
+	}
+}
+
+// Real answers of every operation, in every state a client can meet
+// without waiting, match the document.
+func TestResponsesMatchOpenAPI(t *testing.T) {
+	sp := loadSpec(t)
+	f := newFixture(t, candidate())
+	api, ops := f.srv.APIHandler(), f.srv.OpsHandler()
+	// A request with a wrong method is checked against the 405 of its
+	// path's operation, whose method is as.
+	type request struct {
+		h                    http.Handler
+		method, target, path string
+		as                   string
+	}
+	requests := []request{
+		{api, "GET", "/v1/status", "/v1/status", ""},
+		{api, "GET", "/v1/leader", "/v1/leader", ""},
+		{api, "GET", "/v1/leader?wait=x", "/v1/leader", ""},
+		{api, "GET", "/v1/token", "/v1/token", ""},
+		{api, "GET", "/v1/watch", "/v1/watch", ""},
+		{api, "GET", "/v1/watch?index=7", "/v1/watch", ""},
+		{api, "GET", "/v1/watch?index=x", "/v1/watch", ""},
+		{api, "GET", "/", "/", ""},
+		{api, "PUT", "/v1/status", "/v1/status", "GET"},
+		{api, "DELETE", "/v1/watch", "/v1/watch", "GET"},
+		{api, "GET", "/v1/release", "/v1/release", "POST"},
+		{api, "POST", "/v1/release?for=x", "/v1/release", ""},
+		{ops, "GET", "/livez", "/livez", ""},
+		{ops, "GET", "/readyz", "/readyz", ""},
+		{ops, "GET", "/metrics", "/metrics", ""},
+		{ops, "GET", "/v1/status", "/v1/status", ""},
+		{ops, "GET", "/v1/leader", "/v1/leader", ""},
+		{ops, "POST", "/readyz", "/readyz", "GET"},
+	}
+	check := func(state string, reqs []request) {
+		for _, r := range reqs {
+			o := recorded(cmp.Or(r.as, r.method), r.path, do(r.h, r.method, r.target))
+			for _, p := range sp.problems(o) {
+				t.Errorf("%s: %s %s → %d: %s", state, r.method, r.target, o.code, p)
+			}
+		}
+	}
+	check("candidate", requests)
+	f.publish(leading())
+	check("leading", append(requests, request{api, "GET", "/v1/leader?wait=1m", "/v1/leader", ""}, request{api, "POST", "/v1/release", "/v1/release", ""}))
+	f.clock.SetTime(t0.Add(3 * leaseDuration)) // the loop stalled: /livez fails
+	f.srv.BeginShutdown()                      // /readyz fails
+	check("stalled, shutting down", requests)
 }

@@ -18,7 +18,16 @@
 //     Snapshot when the request arrived).
 //   - Blocking requests (long-polls, /v1/leader?wait, SSE streams) wait on
 //     Snapshot.Changed, never poll, and end at the latest when their wait
-//     ends, the client goes away, or BeginShutdown is called.
+//     ends, the client goes away, or EndBlockingRequests is called.
+//   - Shutdown has two steps. BeginShutdown makes /readyz fail and changes
+//     nothing else, so blocking requests still deliver the changes the
+//     election publishes while it steps down and releases (leader:false
+//     first). EndBlockingRequests, called once the election has stopped,
+//     ends every blocking request promptly; from then on a request that
+//     would wait is answered at once with 503, Retry-After (whole seconds)
+//     and {"error": ...}, while one whose answer is ready (the client has
+//     not seen the current state) still gets that answer: no client misses
+//     a change. Non-blocking requests answer as before throughout.
 //   - Client input never produces a 5xx: bad parameters are 400, unknown
 //     paths 404, wrong methods 405 with Allow, all with a JSON body
 //     {"error": "..."}. The only 5xx are 503s that report server state: not
@@ -111,7 +120,9 @@ type Server struct {
 	watchers atomic.Int64 // open blocking requests: long-polls, leader waits, SSE streams
 
 	shutdownOnce sync.Once
-	shutdown     chan struct{} // closed by BeginShutdown
+	shutdown     chan struct{} // closed by BeginShutdown: /readyz fails
+	endOnce      sync.Once
+	ended        chan struct{} // closed by EndBlockingRequests: blocking requests end
 
 	api, ops *mux.Router
 }
@@ -135,6 +146,7 @@ func New(opts Options) (*Server, error) {
 		log:           opts.Logger,
 		heartbeat:     defaultHeartbeat,
 		shutdown:      make(chan struct{}),
+		ended:         make(chan struct{}),
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
@@ -159,27 +171,9 @@ func (s *Server) APIHandler() http.Handler { return s.withIndex(s.api) }
 // (LEASEHOLD_OPS_ADDR): probes, metrics, status.
 func (s *Server) OpsHandler() http.Handler { return s.withIndex(s.ops) }
 
-// BeginShutdown makes /readyz fail from now on and ends every open
-// long-poll and SSE stream promptly (long-polls answer with the current
-// state), so that http.Server.Shutdown is not held up by them. Blocking
-// requests that arrive later answer at once. It is idempotent.
-func (s *Server) BeginShutdown() {
-	s.shutdownOnce.Do(func() { close(s.shutdown) })
-}
-
-// shuttingDown reports whether BeginShutdown has been called.
-func (s *Server) shuttingDown() bool {
-	select {
-	case <-s.shutdown:
-		return true
-	default:
-		return false
-	}
-}
-
 // NewHTTPServer returns an http.Server for h with read, header and idle
 // timeouts and a header size limit. It sets no WriteTimeout: long-polls and
-// SSE streams are bounded by their wait and by BeginShutdown instead.
+// SSE streams are bounded by their wait and by EndBlockingRequests instead.
 func NewHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,

@@ -18,7 +18,9 @@ import (
 // query: when the current Index differs from N (or N is absent) it answers
 // at once; otherwise it blocks until the Index changes or D (default 5m,
 // ≤ 10m) plus up to D/16 of random jitter has passed. It answers 200 with
-// the current status either way: a return does not promise a change.
+// the current status either way: a return does not promise a change. Once
+// EndBlockingRequests has been called, a request that would block is
+// answered 503 instead (see EndBlockingRequests).
 //
 // With Accept: text/event-stream it serves Server-Sent Events instead (see
 // stream).
@@ -50,12 +52,16 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 
 	snap := s.election.Snapshot()
 	if hasIndex {
-		var ok bool
-		snap, ok = s.await(r.Context(), snap, wait, func(snap *elect.Snapshot) bool {
+		var end waitEnd
+		snap, end = s.await(r.Context(), snap, wait, func(snap *elect.Snapshot) bool {
 			return snap.Index != index
 		})
-		if !ok {
-			return // the client left
+		switch end {
+		case clientGone:
+			return
+		case blockingEnded:
+			refuseBlocking(w)
+			return
 		}
 	}
 	respond(w, http.StatusOK, snap, s.statusOf(snap))
@@ -67,13 +73,32 @@ func jitter(wait time.Duration) time.Duration {
 	return time.Duration(rand.Int64N(int64(wait/16) + 1))
 }
 
+// waitEnd is how a wait of await ended.
+type waitEnd int
+
+const (
+	// answered: done holds for the Snapshot returned, or the wait ran out.
+	// Answer with the Snapshot.
+	answered waitEnd = iota
+	// blockingEnded: EndBlockingRequests was called (before or during the
+	// wait) and done does not hold. Answer with refuseBlocking.
+	blockingEnded
+	// clientGone: the request's context ended. Answer nothing.
+	clientGone
+)
+
 // await blocks until done holds for the latest Snapshot (checked first with
-// snap, then after each change), wait has passed, or BeginShutdown is
-// called, and returns the latest Snapshot. It returns false, at once, when
-// ctx ends. It waits on Snapshot.Changed: it never polls.
-func (s *Server) await(ctx context.Context, snap *elect.Snapshot, wait time.Duration, done func(*elect.Snapshot) bool) (*elect.Snapshot, bool) {
+// snap, then after each change), wait has passed, or EndBlockingRequests is
+// called, and returns the latest Snapshot and how the wait ended. Once
+// EndBlockingRequests has been called it never blocks: it answers with a
+// Snapshot for which done holds, or ends with blockingEnded. It returns at
+// once when ctx ends. It waits on Snapshot.Changed: it never polls.
+func (s *Server) await(ctx context.Context, snap *elect.Snapshot, wait time.Duration, done func(*elect.Snapshot) bool) (*elect.Snapshot, waitEnd) {
 	if done(snap) {
-		return snap, true
+		return snap, answered
+	}
+	if s.blockingEnded() {
+		return snap, blockingEnded
 	}
 	s.watchers.Add(1)
 	defer s.watchers.Add(-1)
@@ -84,14 +109,19 @@ func (s *Server) await(ctx context.Context, snap *elect.Snapshot, wait time.Dura
 		case <-snap.Changed():
 			snap = s.election.Snapshot()
 		case <-timer.C:
-			return s.election.Snapshot(), true
-		case <-s.shutdown:
-			return s.election.Snapshot(), true
+			return s.election.Snapshot(), answered
+		case <-s.ended:
+			// A change published meanwhile is still delivered: no client
+			// misses one (leader:false first of all) because of the end.
+			if snap = s.election.Snapshot(); done(snap) {
+				return snap, answered
+			}
+			return snap, blockingEnded
 		case <-ctx.Done():
-			return nil, false
+			return nil, clientGone
 		}
 	}
-	return snap, true
+	return snap, answered
 }
 
 // stream serves Server-Sent Events: the current state first, unless the
@@ -104,11 +134,19 @@ func (s *Server) await(ctx context.Context, snap *elect.Snapshot, wait time.Dura
 //
 // and a comment line every heartbeat interval. Changes that follow each
 // other faster than the client reads are coalesced into the latest state.
-// The stream ends after wait, when the client leaves, or on BeginShutdown;
-// an EventSource then reconnects with Last-Event-ID.
+// The stream ends after wait, when the client leaves, or on
+// EndBlockingRequests (after sending any change it has not sent yet); an
+// EventSource then reconnects with Last-Event-ID. Once EndBlockingRequests
+// has been called, a client that has seen the current state is answered
+// 503 (refuseBlocking), and one that has not gets it as the stream's only
+// event.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Duration, seen uint64, hasSeen bool) {
 	rc := http.NewResponseController(w)
 	snap := s.election.Snapshot()
+	if s.blockingEnded() && hasSeen && seen == snap.Index {
+		refuseBlocking(w)
+		return
+	}
 	setIndex(w, snap)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -123,6 +161,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Durati
 		err = rc.Flush() // send the headers: the stream is open
 	} else {
 		err = s.sendEvent(w, rc, snap)
+	}
+	if s.blockingEnded() {
+		return // the state the client had not seen, and no waiting
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -139,7 +180,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Durati
 			}
 		case <-timer.C:
 			return
-		case <-s.shutdown:
+		case <-s.ended:
+			if latest := s.election.Snapshot(); latest.Index != snap.Index {
+				_ = s.sendEvent(w, rc, latest) // a change not sent yet: no client misses one
+			}
 			return
 		case <-r.Context().Done():
 			return

@@ -42,8 +42,10 @@
 //     answer with more validity moves the deadline later). It watches with
 //     wait = clamp(remaining/2, 50ms, 5m), so that it learns of a renewed
 //     validity before the deadline. The deadline fires from a timer whether
-//     or not a request is in flight; an unreachable sidecar is retried with
-//     a short backoff, and logged.
+//     or not a request is in flight, or the runner is waiting to ask again:
+//     an unreachable sidecar is retried with a short backoff, and one that
+//     answers with Retry-After (503 while it shuts down) is asked again
+//     after that long, within [100ms, 30s]; both are logged.
 //
 //  4. When leadership is lost (an answer with leader:false, or with another
 //     fencing token: a new term makes the token in the command's

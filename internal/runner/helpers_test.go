@@ -66,6 +66,7 @@ type fakeSidecar struct {
 	st       httpapi.Status
 	wake     chan struct{} // closed to answer every blocked request
 	hang     bool
+	refusal  *refusal // when set, every request gets it
 	requests []*watchRequest
 	blocked  int // requests being held right now
 }
@@ -104,7 +105,7 @@ func (f *fakeSidecar) serve(w http.ResponseWriter, r *http.Request) {
 	req := &watchRequest{index: r.URL.Query().Get("index"), wait: wait}
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
-	for f.hang || (req.index != "" && req.index == strconv.FormatUint(f.st.Index, 10)) {
+	for f.hang || (f.refusal == nil && req.index != "" && req.index == strconv.FormatUint(f.st.Index, 10)) {
 		wake := f.wake
 		f.blocked++
 		f.mu.Unlock()
@@ -127,9 +128,18 @@ func (f *fakeSidecar) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 answer:
-	st := f.st
+	st, refused := f.st, f.refusal
 	req.answered = true
 	f.mu.Unlock()
+	if refused != nil {
+		if refused.retryAfter != "" {
+			w.Header().Set("Retry-After", refused.retryAfter)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(refused.code)
+		_, _ = w.Write([]byte(`{"error":"refused by the test"}`))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Leasehold-Index", strconv.FormatUint(st.Index, 10))
 	_ = json.NewEncoder(w).Encode(st)
@@ -148,6 +158,23 @@ func (f *fakeSidecar) set(st httpapi.Status) {
 func (f *fakeSidecar) kick() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	close(f.wake)
+	f.wake = make(chan struct{})
+}
+
+// refusal is an answer other than 200: the code, and a Retry-After header
+// unless "".
+type refusal struct {
+	code       int
+	retryAfter string
+}
+
+// refuse makes the sidecar answer every request, held ones included, with
+// r (nil: answer as usual again).
+func (f *fakeSidecar) refuse(r *refusal) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refusal = r
 	close(f.wake)
 	f.wake = make(chan struct{})
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,10 +25,13 @@ const (
 )
 
 // Retrying an unreachable sidecar: the first retry after minBackoff, then
-// doubling up to maxBackoff.
+// doubling up to maxBackoff. An answer other than 200 with Retry-After (a
+// sidecar shutting down answers 503 with it) is retried after that long
+// instead, within [minBackoff, maxRetryAfter].
 const (
-	minBackoff = 100 * time.Millisecond
-	maxBackoff = time.Second
+	minBackoff    = 100 * time.Millisecond
+	maxBackoff    = time.Second
+	maxRetryAfter = 30 * time.Second
 )
 
 // requestSlack is added to a watch's wait (and the server's jitter, at most
@@ -81,13 +85,46 @@ func (s *sidecar) watch(ctx context.Context, index uint64, hasIndex bool, wait t
 		return httpapi.Status{}, fmt.Errorf("GET %s: read the answer: %w", u.Redacted(), err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return httpapi.Status{}, fmt.Errorf("GET %s: status %d: %.200s", u.Redacted(), resp.StatusCode, body)
+		return httpapi.Status{}, &statusError{
+			msg:        fmt.Sprintf("GET %s: status %d: %.200s", u.Redacted(), resp.StatusCode, body),
+			retryAfter: resp.Header.Get("Retry-After"),
+		}
 	}
 	var st httpapi.Status
 	if err := json.Unmarshal(body, &st); err != nil {
 		return httpapi.Status{}, fmt.Errorf("GET %s: decode the status: %w", u.Redacted(), err)
 	}
 	return st, nil
+}
+
+// statusError is an answer of the sidecar other than 200.
+type statusError struct {
+	msg        string
+	retryAfter string // the Retry-After header, "" when absent
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// retryDelay is how long to wait before asking again after err: the
+// Retry-After of a statusError (delta-seconds or an HTTP date, judged by
+// clk), clamped to [minBackoff, maxRetryAfter]; ok is false when err has
+// none, or none that parses.
+func retryDelay(err error, clk clock.PassiveClock) (d time.Duration, ok bool) {
+	se, isStatus := errors.AsType[*statusError](err)
+	if !isStatus || se.retryAfter == "" {
+		return 0, false
+	}
+	if secs, perr := strconv.ParseInt(se.retryAfter, 10, 64); perr == nil || (errors.Is(perr, strconv.ErrRange) && secs > 0) {
+		if secs < 0 {
+			return 0, false
+		}
+		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second)+1)) * time.Second
+	} else if at, perr := http.ParseTime(se.retryAfter); perr == nil {
+		d = at.Sub(clk.Now())
+	} else {
+		return 0, false
+	}
+	return min(max(d, minBackoff), maxRetryAfter), true
 }
 
 // answer is one status from the sidecar, with the runner's clock reading
@@ -102,7 +139,8 @@ type answer struct {
 // watcher keeps at most one watch request in flight, on a goroutine of its
 // own, so that the runner's loop never blocks on the sidecar: its timers
 // fire whether or not the sidecar answers. A request retries, with a short
-// backoff, until the sidecar answers or the watcher is closed.
+// backoff or after the sidecar's Retry-After, until the sidecar answers or
+// the watcher is closed.
 type watcher struct {
 	sidecar *sidecar
 	clock   clock.Clock
@@ -154,7 +192,10 @@ func (w *watcher) close() {
 }
 
 // fetch asks until the sidecar answers, then delivers the answer. It ends
-// when ctx does.
+// when ctx does. Between attempts it waits backoff (from minBackoff,
+// doubling up to maxBackoff), or the Retry-After the sidecar asked for
+// (retryDelay). The runner's loop keeps its own timers meanwhile: waiting
+// here never delays the validity deadline.
 func (w *watcher) fetch(ctx context.Context, index uint64, hasIndex bool, wait time.Duration) {
 	backoff := minBackoff
 	for attempt := 1; ; attempt++ {
@@ -170,8 +211,14 @@ func (w *watcher) fetch(ctx context.Context, index uint64, hasIndex bool, wait t
 		if ctx.Err() != nil {
 			return
 		}
-		w.log.Warn("sidecar did not answer; retrying", "err", err, "attempt", attempt, "retryIn", backoff)
-		timer := w.clock.NewTimer(backoff)
+		delay := backoff
+		if d, ok := retryDelay(err, w.clock); ok {
+			delay = d
+			w.log.Warn("sidecar asked to retry later", "err", err, "attempt", attempt, "retryIn", delay)
+		} else {
+			w.log.Warn("sidecar did not answer; retrying", "err", err, "attempt", attempt, "retryIn", delay)
+		}
+		timer := w.clock.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			timer.Stop()

@@ -197,7 +197,6 @@ func TestExitStatusEndToEnd(t *testing.T) {
 // Usage errors of `run` and `install` exit 2 with one line naming the flag
 // or argument.
 func TestUsageErrorsExitTwo(t *testing.T) {
-	kubetestRequired(t)
 	t.Parallel()
 	for _, tc := range []struct {
 		args []string
@@ -227,7 +226,6 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 // `leasehold install PATH` copies the binary exactly, executable; a
 // folder that does not exist is a failure (1).
 func TestInstallCopiesTheBinary(t *testing.T) {
-	kubetestRequired(t)
 	t.Parallel()
 	dir := t.TempDir()
 	dst := filepath.Join(dir, "leasehold-bin", "leasehold")
@@ -266,12 +264,5 @@ func TestInstallCopiesTheBinary(t *testing.T) {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err == nil || err.(*exec.ExitError).ExitCode() != 1 || !strings.Contains(stderr.String(), "leasehold install:") {
 		t.Errorf("install into a missing folder: %v, stderr %q; want exit status 1 and a message", err, stderr.String())
-	}
-}
-
-// kubetestRequired skips t under -short, where the binary is not built.
-func kubetestRequired(t *testing.T) {
-	if binary == "" {
-		t.Skip("needs the built binary (run without -short)")
 	}
 }
