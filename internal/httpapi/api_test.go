@@ -65,6 +65,7 @@ func TestStatusWhenLeading(t *testing.T) {
 		"observedAt":   "2026-05-01T11:59:59.123456789Z",
 		"index":        float64(snap.Index),
 		"candidate":    true,
+		"lastError":    nil,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("status =\n%v\nwant\n%v", got, want)
@@ -83,6 +84,7 @@ func TestStatusWhenNotLeading(t *testing.T) {
 		"observedAt": "2026-05-01T11:59:59.623456789Z",
 		"index":      float64(idx(0)),
 		"candidate":  true,
+		"lastError":  nil,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("status =\n%v\nwant\n%v", got, want)
@@ -111,12 +113,25 @@ func TestStatusJudgesValidityAtAnswerTime(t *testing.T) {
 func TestStatusOmitsZeroTimes(t *testing.T) {
 	f := newFixture(t, elect.Snapshot{Identity: identity, Namespace: "shop", Lease: "orders-leader"})
 	got := decode(t, do(f.srv.APIHandler(), http.MethodGet, "/v1/status"))
-	want := []string{"candidate", "fencingToken", "holder", "identity", "index", "leader", "lease", "namespace", "term", "validForMs"}
+	want := []string{"candidate", "fencingToken", "holder", "identity", "index", "lastError", "leader", "lease", "namespace", "term", "validForMs"}
 	if ks := slices.Sorted(maps.Keys(got)); !slices.Equal(ks, want) {
 		t.Errorf("fields = %v, want %v", ks, want)
 	}
 	if got["holder"] != "" || got["fencingToken"] != float64(0) || got["candidate"] != false {
 		t.Errorf("holder = %v, fencingToken = %v, candidate = %v; want \"\", 0 and false", got["holder"], got["fencingToken"], got["candidate"])
+	}
+}
+
+// The election's last failed request is reported, with its time, until a
+// later request succeeds (lastError is null then, never absent).
+func TestStatusReportsTheLastError(t *testing.T) {
+	s := leading()
+	s.LastError = `create the Lease: namespace "shop" not found: namespaces "shop" not found`
+	s.LastErrorAt = t0.Add(-time.Second)
+	f := newFixture(t, s)
+	got := decode(t, do(f.srv.APIHandler(), http.MethodGet, "/v1/status"))
+	if got["lastError"] != s.LastError || got["lastErrorAt"] != "2026-05-01T11:59:59.123456789Z" {
+		t.Errorf("lastError %v at %v", got["lastError"], got["lastErrorAt"])
 	}
 }
 

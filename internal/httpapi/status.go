@@ -32,6 +32,11 @@ type Status struct {
 	// AppHealth is the app's health as last probed; absent unless
 	// LEASEHOLD_APP_HEALTH_URL is set.
 	AppHealth *AppHealth `json:"appHealth,omitempty"`
+	// LastError is why the election's last request on the Lease failed
+	// (a missing namespace, a 403, a timeout); null once a later one
+	// succeeded. LastErrorAt is when; absent when LastError is null.
+	LastError   *string `json:"lastError"`
+	LastErrorAt string  `json:"lastErrorAt,omitempty"`
 }
 
 // AppHealth reports health-gated candidacy's view of the app.
@@ -62,6 +67,9 @@ func (s *Server) statusOf(snap *elect.Snapshot) Status {
 		ObservedAt:   timestamp(snap.ObservedAt),
 		Index:        snap.Index,
 		Candidate:    snap.Candidate,
+	}
+	if snap.LastError != "" {
+		st.LastError, st.LastErrorAt = &snap.LastError, timestamp(snap.LastErrorAt)
 	}
 	if st.Leader {
 		st.ValidUntil = timestamp(snap.ValidUntil)
