@@ -20,7 +20,7 @@ export LEASEHOLD_HELM := $(HELM_BIN)
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test unit vet kube-bins helm-bin chart-test kube bench image e2e-soak check-no-leftovers
+.PHONY: demo test unit sim vet kube-bins helm-bin chart-test kube bench image e2e-soak check-no-leftovers
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
 demo: kube-bins
@@ -73,6 +73,12 @@ $(HELM_BIN):
 ## chart-test: only the chart and image tests (helm lint/template/install, RBAC and image proofs).
 chart-test: kube-bins helm-bin
 	go test $(GO_TEST_FLAGS) ./test/chart/ ./test/image/
+
+## sim: the election's deterministic simulator over SEEDS seeded histories (default 100000; make test plays 10000).
+## A failing seed prints its history's end and replays with: go test ./internal/elect/decide -run TestSimulation -sim.seed=N -v
+SEEDS ?= 100000
+sim:
+	go test -count=1 -timeout=60m -run TestSimulation ./internal/elect/decide -sim.seeds=$(SEEDS) -v
 
 ## e2e-soak: every fault scenario of test/e2e SOAK times (default 20) against one real apiserver, then a
 ## summary per scenario: trials, overlaps, token regressions, liveness misses and worst recovery time.
