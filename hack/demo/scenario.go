@@ -78,10 +78,11 @@ func (s *scenario) run(ctx context.Context) error {
 
 // elect is step 1: three candidates, one leader.
 func (s *scenario) elect(ctx context.Context) (*fleet.Instance, error) {
-	s.v.Step(fmt.Sprintf("Step 1: three candidates, one wins. Each sidecar tries to write itself into the same Lease; "+
-		"the apiserver lets exactly one write win (optimistic concurrency). The leader renews every %v: "+
+	s.v.Step(fmt.Sprintf("Step 1: three candidates, one wins. The Lease does not exist yet: the sidecars create it empty "+
+		"and wait one leaseDuration (%v), since a newcomer cannot know that nobody still leads; then each tries to write "+
+		"itself into it, and the apiserver lets exactly one write win (optimistic concurrency). The leader renews every %v: "+
 		"each renewal restarts its \"valid for\" at %v and the followers' \"lease free in\" at %v.",
-		retryPeriod, renewDeadline, leaseDuration))
+		leaseDuration, retryPeriod, renewDeadline, leaseDuration))
 	ctx, cancel := context.WithTimeout(ctx, electionBound)
 	defer cancel()
 	leader, st, err := fleet.WaitLeader(ctx, s.instances, 20*time.Millisecond)

@@ -20,6 +20,7 @@ import (
 //     instance naming it, and is larger than every earlier term's;
 //   - no term resumes once its validity ran out, and no token is reused;
 //   - the tokens an instance reports never go backwards;
+//   - a release lands only on a record its releaser held (sim.apply);
 //
 // and, at the end, liveness: once nothing has disturbed the history for
 // the liveness bound, some term is valid at every instant.

@@ -401,7 +401,11 @@ func (s *sim) apply(in *instance, req Request) Result {
 	case Create:
 		l, err = s.store.create(in.identity, req.Lease)
 	case Update:
+		prev := holderOf(s.store.lease)
 		l, err = s.store.update(in.identity, req.Lease)
+		if err == nil && req.Purpose == ReleaseSend && prev != in.identity {
+			s.check.fail("%s's release landed on a record held by %q", in.identity, prev)
+		}
 	}
 	if err == nil && req.Verb != Get {
 		s.tracef("%s's %s landed at %s: holder %q", in.identity, req.Purpose, l.ResourceVersion, holderOf(l))
