@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
 )
 
@@ -23,11 +22,7 @@ import (
 // nothing but heartbeats.
 func TestClientKeepsItsIndexAcrossARestart(t *testing.T) {
 	f := newFleet(t)
-	b := start(t, f, "b")
-	_, leader, err := fleet.WaitLeader(t.Context(), []*fleet.Instance{b}, 10*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, leader := startLeader(t, f, "b")
 	follows := func(st httpapi.Status) bool {
 		return !st.Leader && st.Holder == leader.Identity && st.FencingToken == leader.FencingToken
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/logging"
@@ -75,17 +76,19 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	elector, err := elect.New(elect.Config{
-		Leases:         clientset.CoordinationV1(),
-		Namespace:      cfg.LeaseNamespace,
-		Name:           cfg.LeaseName,
-		Identity:       cfg.Identity,
-		LeaseDuration:  cfg.LeaseDuration,
-		RenewDeadline:  cfg.RenewDeadline,
-		RetryPeriod:    cfg.RetryPeriod,
-		ReleaseOnStop:  cfg.ReleaseOnShutdown,
-		StartWithdrawn: cfg.AppHealth.Enabled(), // no term before the app was seen healthy
-		Logger:         log,
-		Metrics:        elect.NewMetrics(registry),
+		Config: decide.Config{
+			Namespace:      cfg.LeaseNamespace,
+			Name:           cfg.LeaseName,
+			Identity:       cfg.Identity,
+			LeaseDuration:  cfg.LeaseDuration,
+			RenewDeadline:  cfg.RenewDeadline,
+			RetryPeriod:    cfg.RetryPeriod,
+			ReleaseOnStop:  cfg.ReleaseOnShutdown,
+			StartWithdrawn: cfg.AppHealth.Enabled(), // no term before the app was seen healthy
+		},
+		Leases:  clientset.CoordinationV1(),
+		Logger:  log,
+		Metrics: elect.NewMetrics(registry),
 	})
 	if err != nil {
 		return err

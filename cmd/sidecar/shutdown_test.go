@@ -19,11 +19,7 @@ import (
 // (or finds the listener closed), and the process exits 0.
 func TestSIGTERMTellsWatchersBeforeEndingThem(t *testing.T) {
 	f := newFleet(t)
-	a := start(t, f, "a")
-	_, st, err := fleet.WaitLeader(t.Context(), []*fleet.Instance{a}, 10*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, st := startLeader(t, f, "a")
 	ctx, cancel := context.WithTimeout(t.Context(), generous)
 	defer cancel()
 	current := strconv.FormatUint(st.Index, 10)

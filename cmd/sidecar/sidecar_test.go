@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/kubetest"
 )
 
@@ -44,6 +45,17 @@ func newFleet(t *testing.T) fleet.Config {
 func start(t testing.TB, f fleet.Config, name string) *fleet.Instance {
 	t.Helper()
 	return f.StartTest(t, name)
+}
+
+// startLeader starts a lone instance and waits until it leads.
+func startLeader(t *testing.T, f fleet.Config, name string) (*fleet.Instance, httpapi.Status) {
+	t.Helper()
+	in := start(t, f, name)
+	_, st, err := fleet.WaitLeader(t.Context(), []*fleet.Instance{in}, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, st
 }
 
 // Bad configuration stops the process at start: exit status 2 and one line

@@ -91,7 +91,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		return errors.New("elect: Run called twice")
 	}
 	defer close(e.done)
-	machine, err := decide.New(e.cfg.decideConfig(rand.Uint64()))
+	machine, err := decide.New(e.cfg.Config, rand.Uint64())
 	if err != nil {
 		return err
 	}

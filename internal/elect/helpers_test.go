@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/kubetest"
 )
@@ -94,11 +95,11 @@ func withUser(u *kubetest.User) option {
 func (f *fixture) start(identity string, opts ...option) *candidate {
 	f.t.Helper()
 	rc := rest.CopyConfig(cluster.Admin().Config)
-	cfg := elect.Config{
+	cfg := elect.Config{Config: decide.Config{
 		Namespace: f.namespace, Name: leaseName, Identity: identity,
 		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 		ReleaseOnStop: true,
-	}
+	}}
 	for _, o := range opts {
 		o(&cfg, &rc)
 	}

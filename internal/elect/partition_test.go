@@ -169,16 +169,7 @@ func TestHolderThatSeesItsLeaseDeletedRecreatesAtOnce(t *testing.T) {
 // watches a's Lease.
 func (f *fixture) leaderBehindProxyAndFollower() (a, b *candidate, proxy *kubetest.Proxy) {
 	f.t.Helper()
-	proxy, err := cluster.NewProxy()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() { proxy.Close() })
-	viaProxy, err := cluster.Admin().Through(proxy)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	a = f.start("a", withUser(viaProxy))
+	a, proxy = f.startBehindProxy("a")
 	a.waitFor(f.t, "a leads", leading)
 	b = f.start("b")
 	b.waitFor(f.t, "b follows a", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })

@@ -16,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/elect/decide"
 )
 
 // A narrow unit test on a fake clock (a fake clientset cannot prove the
@@ -181,13 +182,21 @@ func fakeElection(t *testing.T, fakeClock *clocktesting.FakeClock, beforeUpdate 
 	cs.PrependReactor("update", "leases", stamp)
 	cs.PrependReactor("create", "leases", stamp)
 	cfg := elect.Config{
-		Leases: cs.CoordinationV1(), Namespace: "ns", Name: "l", Identity: "a",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		Clock: fakeClock,
+		Config: decide.Config{
+			Namespace: "ns", Name: "l", Identity: "a",
+			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		},
+		Leases: cs.CoordinationV1(), Clock: fakeClock,
 	}
 	for _, c := range configure {
 		c(&cfg)
 	}
+	return runUntilCleanup(t, cfg)
+}
+
+// runUntilCleanup makes an Elector of cfg and runs it until the test ends.
+func runUntilCleanup(t *testing.T, cfg elect.Config) *elect.Elector {
+	t.Helper()
 	e, err := elect.New(cfg)
 	if err != nil {
 		t.Fatal(err)

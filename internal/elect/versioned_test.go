@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/elect/decide"
 )
 
 // versionedLeases is a fake clientset for narrow tests on a fake clock. Its
@@ -119,19 +120,14 @@ func releasedLease() *coordinationv1.Lease {
 // deadline 2s, retry 500ms) on v, on the real clock, until the test ends.
 func runOnFake(t *testing.T, v *versionedLeases) *elect.Elector {
 	t.Helper()
-	e, err := elect.New(elect.Config{
-		Leases: v.cs.CoordinationV1(), Namespace: "ns", Name: "l", Identity: "a",
-		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+	return runUntilCleanup(t, elect.Config{
+		Config: decide.Config{
+			Namespace: "ns", Name: "l", Identity: "a",
+			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		},
+		Leases: v.cs.CoordinationV1(),
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return e
 }
 
 // waitElector polls e until cond holds (at most generous) and returns the

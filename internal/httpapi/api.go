@@ -45,15 +45,10 @@ func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request) {
 	}
 	snap := s.election.Snapshot()
 	if wait > 0 {
-		var end waitEnd
-		snap, end = s.await(r.Context(), snap, wait, func(snap *elect.Snapshot) bool {
+		var ok bool
+		if snap, ok = s.block(w, r, snap, wait, func(snap *elect.Snapshot) bool {
 			return snap.IsLeader(s.clock.Now())
-		})
-		switch end {
-		case clientGone:
-			return
-		case blockingEnded:
-			refuseBlocking(w)
+		}); !ok {
 			return
 		}
 	}

@@ -52,15 +52,10 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 
 	snap := s.election.Snapshot()
 	if hasIndex {
-		var end waitEnd
-		snap, end = s.await(r.Context(), snap, wait, func(snap *elect.Snapshot) bool {
+		var ok bool
+		if snap, ok = s.block(w, r, snap, wait, func(snap *elect.Snapshot) bool {
 			return snap.Index != index
-		})
-		switch end {
-		case clientGone:
-			return
-		case blockingEnded:
-			refuseBlocking(w)
+		}); !ok {
 			return
 		}
 	}
@@ -122,6 +117,21 @@ func (s *Server) await(ctx context.Context, snap *elect.Snapshot, wait time.Dura
 		}
 	}
 	return snap, answered
+}
+
+// block awaits done for a handler (see await). It returns false when the
+// handler must not answer any more: the client left, or blocking requests
+// have ended, and then it has answered 503 with Retry-After itself.
+func (s *Server) block(w http.ResponseWriter, r *http.Request, snap *elect.Snapshot, wait time.Duration, done func(*elect.Snapshot) bool) (*elect.Snapshot, bool) {
+	snap, end := s.await(r.Context(), snap, wait, done)
+	switch end {
+	case clientGone:
+		return nil, false
+	case blockingEnded:
+		refuseBlocking(w)
+		return nil, false
+	}
+	return snap, true
 }
 
 // stream serves Server-Sent Events: the current state first, unless the

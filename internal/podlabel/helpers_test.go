@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/kubetest"
 )
 
@@ -282,9 +283,12 @@ func (f *fixture) startFor(lease, id, pod string, user *kubetest.User) *candidat
 	c := &candidate{id: id, pod: pod, lease: lease, proxy: proxy, metrics: NewMetrics(nil), logs: &logBuffer{}, done: make(chan struct{})}
 	log := slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("candidate", id)
 	if c.elector, err = elect.New(elect.Config{
-		Leases: cs.CoordinationV1(), Namespace: f.namespace, Name: lease, Identity: id,
-		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-		ReleaseOnStop: true, Logger: log,
+		Config: decide.Config{
+			Namespace: f.namespace, Name: lease, Identity: id,
+			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+			ReleaseOnStop: true,
+		},
+		Leases: cs.CoordinationV1(), Logger: log,
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,6 @@ type Config struct {
 	ReleaseOnStop bool
 	// StartWithdrawn starts out of the election, until SetCandidate(true).
 	StartWithdrawn bool
-
-	// Seed seeds the jitter of polls: the Machine draws no other randomness.
-	Seed uint64
 }
 
 // Validate applies client-go's timing rules plus the one client-go omits,

@@ -42,13 +42,16 @@ func standardConfig(identity string) Config {
 	return Config{
 		Namespace: "ns", Name: "lease", Identity: identity,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		ReleaseOnStop: true, Seed: 1,
+		ReleaseOnStop: true,
 	}
 }
 
+// seedOf is a fixed seed per identity: table tests replay exactly.
+func seedOf(cfg Config) uint64 { return uint64(len(cfg.Identity)) }
+
 func newHarness(t *testing.T, cfg Config, s *store) *harness {
 	t.Helper()
-	m, err := New(cfg)
+	m, err := New(cfg, seedOf(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,14 +87,15 @@ type pending struct {
 	token    fence.Token // Renew: the term it renews
 }
 
-// New returns a Machine for cfg, which must Validate. Feed it Start first.
-func New(cfg Config) (*Machine, error) {
+// New returns a Machine for cfg, which must Validate. seed seeds the jitter
+// of its polls, the only randomness it draws. Feed it Start first.
+func New(cfg Config, seed uint64) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &Machine{
 		cfg:       cfg,
-		rand:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		rand:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		withdrawn: cfg.StartWithdrawn,
 		backoff:   cfg.RetryPeriod,
 	}, nil

@@ -265,8 +265,7 @@ func (s *sim) startInstance(t time.Duration) {
 		s.nextID++
 		cfg := s.params.timing
 		cfg.Identity = fmt.Sprintf("i%d", s.nextID)
-		cfg.Seed = s.seed*1000 + uint64(s.nextID)
-		m, err := New(cfg)
+		m, err := New(cfg, s.seed*1000+uint64(s.nextID))
 		if err != nil {
 			panic(err)
 		}
