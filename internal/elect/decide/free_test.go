@@ -40,6 +40,19 @@ func TestWhenARecordIsFree(t *testing.T) {
 		},
 		wait: 0,
 	}, {
+		name:  "emptied and signed by someone other than the holder last seen: at once (only a holder that stepped down signs, and a new holder's writes drop the signature)",
+		setUp: func(s *store) { held(s, "x", 15) },
+		watch: true,
+		run: func(h *harness) time.Time {
+			h.advance(3 * time.Second)
+			held(h.store, "y", 15) // y took over from x (after x's expiry), unseen: the watch lost it
+			h.queued = h.queued[:0]
+			released(h.store, "y")
+			h.feed(Tick{})
+			return h.now
+		},
+		wait: 0,
+	}, {
 		name:  "held by another: its observation plus its lease duration",
 		setUp: func(s *store) { held(s, "x", 15) },
 		watch: true,
