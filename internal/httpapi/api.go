@@ -17,6 +17,7 @@ func (s *Server) apiRouter() *mux.Router {
 	r.HandleFunc("/v1/token", s.handleToken).Methods(http.MethodGet)
 	r.HandleFunc("/v1/watch", s.handleWatch).Methods(http.MethodGet)
 	r.HandleFunc("/v1/release", s.handleRelease).Methods(http.MethodPost)
+	r.HandleFunc("/v1/hold", s.handleHold).Methods(http.MethodPost)
 	r.HandleFunc("/", s.handleRoot).Methods(http.MethodGet)
 	return r
 }
@@ -89,8 +90,9 @@ type released struct {
 }
 
 // handleRelease serves POST /v1/release[?for=D]: step down if leading,
-// release the Lease, and stay out of the election for D (default
-// LeaseDuration, ≤ 1h), then 200 with {"released": bool, ...status}.
+// release the Lease (after the holds on the term have ended, at most when
+// its validity ends: see handleHold), and stay out of the election for D
+// (default LeaseDuration, ≤ 1h), then 200 with {"released": bool, ...status}.
 // Idempotent. A failure of the election to release (elector stopped, Lease
 // unreadable) is the server's: 503 with a JSON error; the state it left is
 // what GET /v1/status shows.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/fence"
 )
 
 // generous bounds real-time waits on a shared, noisy machine; it never
@@ -48,13 +49,49 @@ func idxs(n uint64) string { return strconv.FormatUint(idx(n), 10) }
 type fakeElection struct {
 	pub *elect.Publisher
 
-	mu         sync.Mutex      // serializes Publish; guards the fields below
-	releases   []time.Duration // stay-outs of every Release call
-	releaseErr error           // returned by Release when set
+	mu         sync.Mutex          // serializes Publish; guards the fields below
+	releases   []time.Duration     // stay-outs of every Release call
+	releaseErr error               // returned by Release when set
+	draining   bool                // the term is being released: Hold refuses
+	holds      map[fence.Token]int // open holds by token
 }
 
 func newFakeElection(first elect.Snapshot) *fakeElection {
-	return &fakeElection{pub: elect.NewPublisher(first)}
+	return &fakeElection{pub: elect.NewPublisher(first), holds: map[fence.Token]int{}}
+}
+
+// Hold, like the elector's, holds the term with token if the current
+// Snapshot leads with it and the term is not being released (draining);
+// the fake does not judge validity (the fixture's clock is the handler's).
+func (f *fakeElection) Hold(token fence.Token) (func(), bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cur := f.pub.Load(); f.draining || !cur.Leading || cur.Token != token {
+		return nil, false
+	}
+	f.holds[token]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.holds[token]--
+		})
+	}, true
+}
+
+// openHolds is the number of holds taken on token and not ended.
+func (f *fakeElection) openHolds(token fence.Token) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.holds[token]
+}
+
+// setDraining makes Hold refuse, as while the term is being released.
+func (f *fakeElection) setDraining(d bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.draining = d
 }
 
 func (f *fakeElection) Snapshot() *elect.Snapshot { return f.pub.Load() }
@@ -263,6 +300,19 @@ func receive(t *testing.T, ch <-chan result) result {
 	case <-time.After(generous):
 		t.Fatal("no answer")
 		return result{}
+	}
+}
+
+// waitHolds waits until n holds on token are open, in the fake election
+// and in the Server's count.
+func (f *fixture) waitHolds(token fence.Token, n int) {
+	f.t.Helper()
+	deadline := time.Now().Add(generous)
+	for f.el.openHolds(token) != n || f.srv.holds.Load() != int64(n) {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("holds on %d = %d (server: %d), want %d", token, f.el.openHolds(token), f.srv.holds.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 type collector struct {
 	s *Server
 
-	leader, candidate, term, token, valid, watchers, buildInfo, masterStatus *prometheus.Desc
+	leader, candidate, term, token, valid, watchers, holds, buildInfo, masterStatus *prometheus.Desc
 }
 
 func newCollector(s *Server, version string) *collector {
@@ -31,6 +31,8 @@ func newCollector(s *Server, version string) *collector {
 			"Remaining validity of this instance's leadership; 0 when not leader.", nil, nil),
 		watchers: prometheus.NewDesc("leasehold_watchers",
 			"Open blocking requests: /v1/watch long-polls, /v1/leader waits and SSE streams.", nil, nil),
+		holds: prometheus.NewDesc("leasehold_holds",
+			"Open holds (POST /v1/hold): a voluntary release of the held term waits until they end, at most until its validity ends.", nil, nil),
 		buildInfo: prometheus.NewDesc("leasehold_build_info",
 			"Always 1; labelled with the leasehold version and the Go version it was built with.", nil,
 			prometheus.Labels{"version": version, "goversion": runtime.Version()}),
@@ -42,7 +44,7 @@ func newCollector(s *Server, version string) *collector {
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.candidate, c.term, c.token, c.valid, c.watchers, c.buildInfo, c.masterStatus} {
+	for _, d := range []*prometheus.Desc{c.leader, c.candidate, c.term, c.token, c.valid, c.watchers, c.holds, c.buildInfo, c.masterStatus} {
 		ch <- d
 	}
 }
@@ -61,6 +63,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.token, float64(snap.Token))
 	gauge(c.valid, snap.ValidFor(now).Seconds())
 	gauge(c.watchers, float64(c.s.watchers.Load()))
+	gauge(c.holds, float64(c.s.holds.Load()))
 	gauge(c.buildInfo, 1)
 	gauge(c.masterStatus, leader)
 }

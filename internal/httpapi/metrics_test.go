@@ -72,6 +72,7 @@ func TestMetricsValues(t *testing.T) {
 		"leasehold_fencing_token":       {"": 880},
 		"leasehold_valid_seconds":       {"": 0},
 		"leasehold_watchers":            {"": 0},
+		"leasehold_holds":               {"": 0},
 		"leasehold_build_info":          {build: 1},
 		"leader_election_master_status": {"name=orders-leader": 0},
 	})
@@ -132,6 +133,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		"leasehold_fencing_token 1042",
 		"leasehold_valid_seconds 10",
 		"leasehold_watchers 0",
+		"leasehold_holds 0",
 		`leasehold_build_info{goversion="` + runtime.Version() + `",version="v1.2.3"} 1`,
 		`leader_election_master_status{name="orders-leader"} 1`,
 		"leasehold_transitions_total 0",

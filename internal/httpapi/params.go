@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/fence"
 )
 
 // params are a request's query parameters. Every parse error is the
@@ -56,4 +58,18 @@ func (p params) index(name string) (idx uint64, ok bool, err error) {
 		return 0, false, fmt.Errorf("invalid %s %q: want a non-negative integer", name, raw)
 	}
 	return idx, true, nil
+}
+
+// token reads parameter name as a fencing token: a positive integer;
+// required.
+func (p params) token(name string) (fence.Token, error) {
+	if !p.values.Has(name) {
+		return 0, fmt.Errorf("missing %s: want a fencing token, a positive integer", name)
+	}
+	raw := p.values.Get(name)
+	n, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("invalid %s %q: want a fencing token, a positive integer", name, raw)
+	}
+	return fence.Token(n), nil
 }

@@ -3,8 +3,10 @@
 // The API listener (APIHandler, on loopback) answers the questions an app
 // asks before a write: am I the leader and until when (GET /v1/status,
 // GET /v1/leader), what is my fencing token (GET /v1/token), tell me when
-// that changes (GET /v1/watch, long-poll or Server-Sent Events), and lets it
-// step down (POST /v1/release). It is the only listener that changes state.
+// that changes (GET /v1/watch, long-poll or Server-Sent Events), lets it
+// step down (POST /v1/release), and lets it hold its term so that a
+// release waits for its work to stop (POST /v1/hold). It is the only
+// listener that changes state.
 // The OPS listener (OpsHandler) serves kubelet probes, Prometheus metrics
 // and read-only status. api/openapi.yaml documents both.
 //
@@ -18,7 +20,10 @@
 //     Snapshot when the request arrived).
 //   - Blocking requests (long-polls, /v1/leader?wait, SSE streams) wait on
 //     Snapshot.Changed, never poll, and end at the latest when their wait
-//     ends, the client goes away, or EndBlockingRequests is called.
+//     ends, the client goes away, or EndBlockingRequests is called. A hold
+//     (POST /v1/hold) has no wait: it lasts until the client goes away or
+//     EndBlockingRequests is called; a release of the held term waits for
+//     it, at most until the term's validity ends (Election.Hold).
 //   - Shutdown has two steps. BeginShutdown makes /readyz fail and changes
 //     nothing else, so blocking requests still deliver the changes the
 //     election publishes while it steps down and releases (leader:false
@@ -50,6 +55,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/fence"
 )
 
 // Election is what the HTTP layer needs from the elector. *elect.Elector
@@ -60,6 +66,11 @@ type Election interface {
 	// Release steps down if leading, releases the Lease, and stays out of
 	// the election for stayOut. It reports whether a release was written.
 	Release(ctx context.Context, stayOut time.Duration) (bool, error)
+	// Hold holds the term with token if this instance leads it now and it
+	// is not being released: a voluntary release of that term then waits
+	// until the hold ends (end, idempotent), at most until the term's
+	// validity ends. ok is false, and there is no hold, otherwise.
+	Hold(token fence.Token) (end func(), ok bool)
 }
 
 // Options configure a Server.
@@ -118,6 +129,7 @@ type Server struct {
 	heartbeat time.Duration // SSE heartbeat interval; tests shorten it
 
 	watchers atomic.Int64 // open blocking requests: long-polls, leader waits, SSE streams
+	holds    atomic.Int64 // open holds (POST /v1/hold)
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed by BeginShutdown: /readyz fails

@@ -42,6 +42,9 @@ func (s *Server) BeginShutdown() {
 //     waits end with the same 503, unless the state changed since the
 //     client's index (they then answer 200 with it); open SSE streams send
 //     any change they have not sent yet and end.
+//   - open holds (POST /v1/hold) end: the election that waited for them
+//     has stopped, so they protect nothing any more. A new hold is
+//     answered 503 with Retry-After.
 //
 // Non-blocking requests answer as before. It is idempotent.
 func (s *Server) EndBlockingRequests() {

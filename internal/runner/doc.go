@@ -17,26 +17,36 @@
 //  2. Start delay. The command starts only once the runner has seen this
 //     instance lead the same term (the same fencing token) continuously for
 //     the start delay, measured from the answer in which it first saw that
-//     term, and only if, at that moment, the term still has validity left.
-//     The start delay is longer than grace (by default grace + 1s). Why:
-//     at a handover by release (POST /v1/release, a health step-down, a
-//     sidecar stopped before the app) the previous holder's sidecar stops
-//     reporting leadership before it writes the release, so the previous
-//     holder's runner learns of the loss before the new holder can even
-//     acquire; it SIGKILLs its command at most grace after that, which is
-//     before the new holder's runner starts its command, a start delay
-//     after it saw the new term. After a failover (the old holder dead or
-//     cut off), the old runner stops its command by its local deadline
-//     (rule 3): at most the old term's validity end (last renewal sent +
-//     renewDeadline) plus grace; the new holder acquires no earlier than
-//     leaseDuration after that renewal, and starts its command a start
-//     delay later. Since leaseDuration > renewDeadline and the start delay
-//     is longer than grace, runs never overlap, under the sidecar's own
-//     assumption on clock rates. (Fencing still protects the data if a
-//     process outlives its SIGKILL in the kernel, or a node's clock runs
-//     fast.)
+//     term, only if, at that moment, the term still has validity left, and
+//     only once the sidecar has granted a hold on that term (rule 3). The
+//     start delay is longer than grace (by default grace + 1s).
 //
-//  3. While the command runs, the runner keeps a local validity deadline:
+//  3. Hold. When the start delay has passed, the runner asks the sidecar to
+//     hold the term (POST /v1/hold?token=<token>), on a goroutine of its
+//     own, and starts the command only if the hold is granted while the
+//     term is still the current one, with validity left. It keeps the
+//     hold's connection open while the command runs, and closes it only once
+//     the command has exited and been reaped (on its own, after SIGTERM, or
+//     after SIGKILL at the end of grace). The sidecar grants a hold only
+//     while it leads that term and is not releasing it; a refusal (409: the
+//     term is ending, or any other answer but 404) means the command never
+//     starts for that term. While the hold is open, every voluntary release
+//     of the term (POST /v1/release, a health step-down, the sidecar's
+//     SIGTERM) ends the term at once but writes the release only once the
+//     hold has ended, and at the latest when the term's validity ends. A
+//     runner that dies gives its hold up (the kernel closes its
+//     connection); one that is paused keeps it. A request without an answer
+//     is asked again after a backoff (100ms, doubling up to 1s) while the
+//     term lasts; one still in flight when the term ends is abandoned (and
+//     a hold granted for a term that is over is closed at once). A sidecar
+//     that answers 404 (older than holds) is logged once, and from then on
+//     commands start without a hold, as before holds existed. A hold that
+//     the sidecar ends while the command runs (it shuts down after its
+//     election stopped, or it is gone) is logged; the validity deadline
+//     (rule 4) still governs. Every hold's goroutine has ended when Run
+//     returns.
+//
+//  4. While the command runs, the runner keeps a local validity deadline:
 //     the time it SENT the request plus the validForMs of the answer
 //     (conservative: the sidecar computed the answer after it was sent; an
 //     answer with more validity moves the deadline later). It watches with
@@ -47,26 +57,67 @@
 //     answers with Retry-After (503 while it shuts down) is asked again
 //     after that long, within [100ms, 30s]; both are logged.
 //
-//  4. When leadership is lost (an answer with leader:false, or with another
+//  5. When leadership is lost (an answer with leader:false, or with another
 //     fencing token: a new term makes the token in the command's
 //     environment stale) or the deadline passes, the runner sends SIGTERM to
 //     the command's process group, and SIGKILL to the group once grace has
 //     passed if the command, or any process of its group, still runs. It
-//     reaps the command, logs, and waits for leadership again, to run the
-//     command again: it is a supervisor, it does not exit.
+//     reaps the command, ends its hold, logs, and waits for leadership
+//     again, to run the command again: it is a supervisor, it does not exit.
 //
-//  5. When the command ends on its own, the runner SIGKILLs whatever is left
-//     of its process group and exits with the command's status (a death by
-//     signal n is 128+n, as shells report it).
+//  6. When the command ends on its own, the runner SIGKILLs whatever is left
+//     of its process group, ends its hold, and exits with the command's
+//     status (a death by signal n is 128+n, as shells report it).
 //
-//  6. On SIGTERM or SIGINT the runner stops a running command as in 4 and
+//  7. On SIGTERM or SIGINT the runner stops a running command as in 5 (the
+//     hold lasts until the command has exited, not until the signal) and
 //     exits with its status (128+n if signal n killed it); with no command
 //     running it exits 0.
 //
-//  7. A command line that breaks a rule exits 2 with one line naming the
+//  8. A command line that breaks a rule exits 2 with one line naming the
 //     flag and the rule. A command that cannot be started is named in the
 //     log and the runner exits 1, also when it cannot be started while
 //     leading (it does not retry).
+//
+// # Why runs of two instances never overlap
+//
+// The start delay and the hold (rules 2 and 3) keep the runs of two
+// instances apart:
+//
+//   - Handover by release (POST /v1/release, a health step-down, a
+//     sidecar stopped before the app). The previous holder's sidecar
+//     writes the release only once its runner has closed the hold, that
+//     is once its command has exited, unless the term's validity ends
+//     first. The new holder acquires only after the release, and starts
+//     its command a start delay after that: the runs do not overlap,
+//     however long the old runner takes to stop its command (paused,
+//     CPU-throttled), as long as it does so before the old term's
+//     validity ends. This leg does not race: it rests on the order of
+//     events (the command reaped, then the hold closed, then the release
+//     written, then the new term acquired), not on timing.
+//   - The same handover when the old runner had no hold (the sidecar has
+//     no holds) or did not stop its command before the term's validity
+//     ended (the release then goes ahead at validUntil). The previous
+//     holder's sidecar stopped reporting leadership before it wrote the
+//     release, so its runner learned of the loss before the new holder
+//     could even acquire; it SIGKILLs its command at most grace after
+//     that, which is before the new holder's runner starts its command, a
+//     start delay after it saw the new term, if the old runner acts
+//     within start delay − grace of the answer that told it. A runner
+//     paused for longer than that breaks this leg; nothing but fencing
+//     protects the data then.
+//   - Failover (the old holder dead or cut off). The old runner stops its
+//     command by its local deadline (rule 4): at most the old term's
+//     validity end (last renewal sent + renewDeadline) plus grace; the
+//     new holder acquires no earlier than leaseDuration after that
+//     renewal, and starts its command a start delay later. Since
+//     leaseDuration > renewDeadline and the start delay is longer than
+//     grace, runs never overlap, under the sidecar's own assumption on
+//     clock rates.
+//
+// (Fencing still protects the data if a process outlives its SIGKILL in
+// the kernel, a runner is paused past its term's validity, or a node's
+// clock runs fast.)
 //
 // The runner's timers (start delay, validity deadline, grace, retry
 // backoff) run on a k8s.io/utils/clock Clock, which tests replace with a

@@ -56,7 +56,9 @@ type watchRequest struct {
 // fakeSidecar serves GET /v1/watch like the sidecar, from a status the test
 // sets: at once when the index parameter is absent or differs from the
 // status's, else when the test sets a status or kicks. It ignores wait
-// (the runner's clock is fake), and never answers while it hangs.
+// (the runner's clock is fake), and never answers while it hangs. It
+// serves POST /v1/hold as the test's holdMode says (by default it grants
+// every hold), and records every hold request.
 type fakeSidecar struct {
 	srv     *httptest.Server
 	closing chan struct{}
@@ -69,10 +71,34 @@ type fakeSidecar struct {
 	refusal  *refusal // when set, every request gets it
 	requests []*watchRequest
 	blocked  int // requests being held right now
+
+	holdMode  holdMode
+	holdReqs  []*holdReq
+	endHolds  chan struct{}  // closed to end every granted hold from the sidecar's side
+	onHoldEnd func(*holdReq) // called (with mu not held) when a granted hold ends
+}
+
+// holdMode is how the fake sidecar answers POST /v1/hold.
+type holdMode int
+
+const (
+	holdGrant       holdMode = iota // 200 and a line of JSON, then open until the client leaves or endHold
+	holdUnsupported                 // 404, as a sidecar older than holds
+	holdRefuse                      // 409, as when the term is ending
+	holdHang                        // no answer until the client leaves
+	holdDrop                        // the connection closed without an answer
+)
+
+// holdReq is one POST /v1/hold the fake sidecar received.
+type holdReq struct {
+	token   string
+	granted bool
+	ended   bool // granted, then ended: the client left or the test ended it
+	gone    bool // the client left before an answer (holdHang)
 }
 
 func newFakeSidecar(t *testing.T, st httpapi.Status) *fakeSidecar {
-	f := &fakeSidecar{st: st, wake: make(chan struct{}), closing: make(chan struct{})}
+	f := &fakeSidecar{st: st, wake: make(chan struct{}), closing: make(chan struct{}), endHolds: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.close)
 	return f
@@ -93,6 +119,10 @@ func (f *fakeSidecar) close() {
 }
 
 func (f *fakeSidecar) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/hold" && r.Method == http.MethodPost {
+		f.serveHold(w, r)
+		return
+	}
 	if r.URL.Path != "/v1/watch" || r.Method != http.MethodGet {
 		http.NotFound(w, r)
 		return
@@ -143,6 +173,101 @@ answer:
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Leasehold-Index", strconv.FormatUint(st.Index, 10))
 	_ = json.NewEncoder(w).Encode(st)
+}
+
+// serveHold answers POST /v1/hold as holdMode says.
+func (f *fakeSidecar) serveHold(w http.ResponseWriter, r *http.Request) {
+	req := &holdReq{token: r.URL.Query().Get("token")}
+	f.mu.Lock()
+	f.holdReqs = append(f.holdReqs, req)
+	mode, end, onEnd := f.holdMode, f.endHolds, f.onHoldEnd
+	f.mu.Unlock()
+	switch mode {
+	case holdUnsupported:
+		http.NotFound(w, r)
+	case holdRefuse:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"error":"not leading with that token"}`))
+	case holdHang:
+		select {
+		case <-r.Context().Done():
+		case <-f.closing:
+		}
+		f.mu.Lock()
+		req.gone = true
+		f.mu.Unlock()
+	case holdDrop:
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	case holdGrant:
+		f.mu.Lock()
+		req.granted = true
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = fmt.Fprintf(w, "{\"held\":true,\"fencingToken\":%s,\"leader\":true}\n", req.token)
+		_ = http.NewResponseController(w).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-end:
+		case <-f.closing:
+		}
+		if onEnd != nil {
+			onEnd(req)
+		}
+		f.mu.Lock()
+		req.ended = true
+		f.mu.Unlock()
+	}
+}
+
+// setHoldMode sets how later hold requests are answered.
+func (f *fakeSidecar) setHoldMode(m holdMode) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holdMode = m
+}
+
+// setOnHoldEnd sets a func called when a granted hold ends, before it is
+// recorded as ended.
+func (f *fakeSidecar) setOnHoldEnd(fn func(*holdReq)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onHoldEnd = fn
+}
+
+// endHold ends every granted hold from the sidecar's side (as a sidecar
+// that shuts down does).
+func (f *fakeSidecar) endHold() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.endHolds)
+	f.endHolds = make(chan struct{})
+}
+
+// holds returns a copy of the hold requests received so far.
+func (f *fakeSidecar) holds() []holdReq {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]holdReq, len(f.holdReqs))
+	for i, h := range f.holdReqs {
+		out[i] = *h
+	}
+	return out
+}
+
+// openHolds is the number of granted holds not ended.
+func (f *fakeSidecar) openHolds() int {
+	n := 0
+	for _, h := range f.holds() {
+		if h.granted && !h.ended {
+			n++
+		}
+	}
+	return n
 }
 
 // set publishes st and answers every held request (unless hanging).

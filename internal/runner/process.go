@@ -33,6 +33,9 @@ type process struct {
 	token   fence.Token
 	started time.Time
 	done    chan struct{} // closed once the command has exited and been reaped
+	// hold is the sidecar's hold on the command's term, ended only once
+	// the command has exited (endHold); nil when the sidecar has none.
+	hold *hold
 }
 
 // startProcess starts path (the resolved command[0]) with command[1:] and
@@ -150,4 +153,11 @@ func (p *process) killLeftovers(log *slog.Logger) {
 		log.Warn("processes of the command's group outlived it: SIGKILL", "pid", p.pid())
 		_ = p.signalGroup(syscall.SIGKILL)
 	}
+}
+
+// endHold ends the hold on the command's term, if any, once the command has
+// exited: a release of the term that waited for it goes ahead.
+func (p *process) endHold() {
+	p.hold.close()
+	p.hold = nil
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -61,6 +62,18 @@ type runner struct {
 	proc            *process // nil while the command is not running
 	fresh           bool     // ask the next request without index: it must not block
 	start, deadline alarm
+
+	holder *holder
+	// noHolds: the sidecar answered POST /v1/hold with 404 (a leasehold
+	// older than holds), so commands start without a hold, as before.
+	noHolds bool
+	// refused is the token of the last term whose hold the sidecar refused:
+	// that term is ending, and its command never starts.
+	refused fence.Token
+	// holdRetryAt is when to ask again for a hold on the current term after
+	// a request got no answer; holdBackoff the delay before that.
+	holdRetryAt time.Time
+	holdBackoff time.Duration
 }
 
 // Run waits for leadership, runs the command while this instance leads,
@@ -84,8 +97,11 @@ func Run(ctx context.Context, cfg Config) int {
 		return ExitFailed
 	}
 	r.path = path
-	r.watcher = newWatcher(newSidecar(cfg.Sidecar, cfg.Client), r.clock, r.log)
+	sc := newSidecar(cfg.Sidecar, cfg.Client)
+	r.watcher = newWatcher(sc, r.clock, r.log)
 	defer r.watcher.close()
+	r.holder = newHolder(sc, r.log)
+	defer r.holder.close()
 	defer r.start.stop()
 	defer r.deadline.stop()
 	r.log.Info("waiting for leadership", "sidecar", cfg.Sidecar.Redacted(), "grace", cfg.Grace, "startDelay", cfg.StartDelay, "command", cfg.Command[0])
@@ -114,6 +130,7 @@ func (r *runner) loop(ctx context.Context) int {
 			code := r.proc.status()
 			r.log.Info("command exited on its own: exiting with its status", "pid", r.proc.pid(), "status", code)
 			r.proc.killLeftovers(r.log)
+			r.proc.endHold()
 			return code
 
 		case a := <-r.watcher.results:
@@ -125,11 +142,20 @@ func (r *runner) loop(ctx context.Context) int {
 
 		case <-r.start.C():
 			r.start.stop()
-			if r.proc == nil && r.cur != nil && r.clock.Now().Before(r.cur.deadline) {
-				if err := r.run(); err != nil {
-					r.log.Error("cannot start the command", "command", r.cfg.Command[0], "err", err)
-					return ExitFailed
+			if r.startable() && r.holder.pending == 0 {
+				if r.noHolds {
+					if err := r.run(nil); err != nil {
+						return ExitFailed
+					}
+				} else {
+					r.holder.ask(r.cur.token) // the command starts once the hold is granted
 				}
+			}
+
+		case res := <-r.holder.results:
+			r.holder.received()
+			if err := r.held(res); err != nil {
+				return ExitFailed
 			}
 		}
 
@@ -150,17 +176,64 @@ func (r *runner) loop(ctx context.Context) int {
 			r.log.Info("waiting for leadership again")
 		}
 		if r.cur == nil {
+			r.holder.abandon(0)
 			r.deadline.stop()
 			r.start.stop()
 			continue
 		}
+		r.holder.abandon(r.cur.token)
 		r.deadline.set(r.cur.deadline)
-		if r.proc == nil {
-			r.start.set(r.cur.since.Add(r.cfg.StartDelay))
+		if r.proc == nil && r.holder.pending == 0 && r.cur.token != r.refused {
+			r.start.set(later(r.cur.since.Add(r.cfg.StartDelay), r.holdRetryAt))
 		} else {
 			r.start.stop()
 		}
 	}
+}
+
+// startable reports whether the command may start now for the current
+// term, its start delay having passed: it does not run, and this instance
+// leads a term with validity left.
+func (r *runner) startable() bool {
+	return r.proc == nil && r.cur != nil && r.clock.Now().Before(r.cur.deadline)
+}
+
+// held takes in the outcome of a hold request: the command starts under a
+// granted hold if its term is still current; a sidecar without holds is
+// noted (warned once) and the command starts without; a refusal (the term
+// is ending) means the term's command never starts; no answer is asked
+// again after a backoff. It returns an error only if the command cannot be
+// started.
+func (r *runner) held(res holdResult) error {
+	current := r.startable() && r.cur.token == res.token
+	_, refused := errors.AsType[*statusError](res.err)
+	switch {
+	case res.err == nil:
+		r.holdBackoff = 0
+		if !current {
+			r.log.Debug("hold granted for a term that is over: ending it", "fencingToken", res.token)
+			res.hold.close()
+			return nil
+		}
+		return r.run(res.hold)
+	case errors.Is(res.err, errHoldsUnsupported):
+		r.noHolds = true
+		r.log.Warn("the sidecar does not support holds (a leasehold older than POST /v1/hold): commands start without one, "+
+			"so a release does not wait for the command to stop and only the start delay keeps runs apart; upgrade the sidecar",
+			"err", res.err)
+		if current {
+			return r.run(nil)
+		}
+	case refused:
+		r.refused = res.token
+		r.log.Info("the sidecar refused to hold the term (it is ending): the command does not start for it",
+			"fencingToken", res.token, "err", res.err)
+	case current:
+		r.holdBackoff = min(max(2*r.holdBackoff, minBackoff), maxBackoff)
+		r.holdRetryAt = r.clock.Now().Add(r.holdBackoff)
+		r.log.Warn("the sidecar did not grant the hold; asking again", "fencingToken", res.token, "err", res.err, "retryIn", r.holdBackoff)
+	}
+	return nil
 }
 
 // observe takes in an answer and reports why the running command (if any)
@@ -198,6 +271,7 @@ func (r *runner) observe(a answer) string {
 		return why
 	}
 	r.cur = &term{token: st.FencingToken, number: st.Term, since: now, deadline: until}
+	r.holdRetryAt, r.holdBackoff = time.Time{}, 0
 	r.log.Info("this instance leads: the command starts after the start delay",
 		"fencingToken", st.FencingToken, "term", st.Term, "validForMs", until.Sub(now).Milliseconds(), "startDelay", r.cfg.StartDelay)
 	return why
@@ -213,15 +287,20 @@ func (r *runner) wait() time.Duration {
 	return min(max(r.cur.deadline.Sub(r.clock.Now())/2, minWait), maxWait)
 }
 
-// run starts the command for the current term.
-func (r *runner) run() error {
+// run starts the command for the current term, under h (nil when the
+// sidecar has no holds), which it ends once the command has exited. A
+// command that cannot be started is logged, and h ended.
+func (r *runner) run(h *hold) error {
 	p, err := startProcess(r.path, r.cfg.Command, r.cfg.Env, r.cfg.Stdin, r.cfg.Stdout, r.cfg.Stderr, r.cur, r.clock.Now())
 	if err != nil {
+		h.close()
+		r.log.Error("cannot start the command", "command", r.cfg.Command[0], "err", err)
 		return err
 	}
+	p.hold = h
 	r.proc = p
 	r.log.Info("command started", "pid", p.pid(), "fencingToken", r.cur.token, "term", r.cur.number,
-		"validForMs", r.cur.deadline.Sub(r.clock.Now()).Milliseconds())
+		"validForMs", r.cur.deadline.Sub(r.clock.Now()).Milliseconds(), "held", h != nil)
 	return nil
 }
 
@@ -235,8 +314,10 @@ func (r *runner) stopped(why string) (int, bool) {
 		code := p.status()
 		r.log.Info("command exited on its own: exiting with its status", "pid", p.pid(), "status", code)
 		p.killLeftovers(r.log)
+		p.endHold()
 		return code, false
 	}
+	p.endHold()
 	code := p.status()
 	r.log.Info("command stopped", "pid", p.pid(), "status", code, "ranFor", r.clock.Since(p.started).Round(time.Millisecond))
 	return code, true
@@ -246,4 +327,11 @@ func (r *runner) stopped(why string) (int, bool) {
 func (r *runner) stop(why string) int {
 	code, _ := r.stopped(why)
 	return code
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

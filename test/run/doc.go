@@ -15,6 +15,14 @@
 //     SIGTERM to the sidecar, POST /v1/release, a sidecar crash and a
 //     partition, even with commands that ignore SIGTERM and are SIGKILLed
 //     only at the end of grace;
+//   - a release (POST /v1/release, SIGTERM to the sidecar) while the
+//     leader's runner is paused (SIGSTOP) for longer than the start delay,
+//     but not past the term's validity, waits until the resumed runner has
+//     stopped its command (its hold, POST /v1/hold): the successor acquires
+//     only after the old command has exited, and the runs do not overlap;
+//   - a handover by SIGTERM to the leader's sidecar, with runners whose
+//     commands obey SIGTERM, takes about the start delay (TestHandoverTime
+//     logs the times);
 //   - the runner exits with the command's status, also after SIGTERM;
 //   - `leasehold install` copies the binary exactly.
 //

@@ -55,6 +55,7 @@ func startRunner(t *testing.T, sidecar, logPath string, env []string, command ..
 	}()
 	t.Cleanup(func() {
 		if r.running() {
+			_ = r.cmd.Process.Signal(syscall.SIGCONT) // a paused runner cannot handle SIGTERM
 			_ = r.cmd.Process.Signal(syscall.SIGTERM)
 		}
 		select {

@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// held is the body of POST /v1/hold when the hold is granted: the status
+// at that moment, plus held: true.
+type held struct {
+	Held bool `json:"held"`
+	Status
+}
+
+// handleHold serves POST /v1/hold?token=T: hold the term with fencing token
+// T (Election.Hold) for as long as the client keeps the response open.
+//
+// If this instance leads with token T and the term is not being released,
+// it answers 200 at once, with {"held": true, ...status} and the headers
+// flushed, and then keeps the response open without writing more: every
+// voluntary release of that term (POST /v1/release, a health step-down,
+// shutdown) ends the term at once (leader:false), then waits until the
+// hold ends, at most until the term's validity ends, before it writes the
+// release. The hold ends when the client closes the connection (or the
+// request's context ends otherwise), so a client that dies gives it up by
+// itself, and one that is paused (SIGSTOP) keeps it; or, at the latest,
+// when EndBlockingRequests is called: the sidecar calls it once its
+// election has stopped, when the release has been written or given up and
+// there is nothing left to hold; the response then ends (EOF after the
+// body). Otherwise: 409 with {"error": ...} when this instance does not
+// lead with T or the term is being released (the client must not start
+// what the hold was to protect); 503 with Retry-After once
+// EndBlockingRequests has been called; 400 for a missing or malformed
+// token.
+func (s *Server) handleHold(w http.ResponseWriter, r *http.Request) {
+	q, err := queryOf(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	tok, err := q.token("token")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if s.blockingEnded() {
+		refuseBlocking(w)
+		return
+	}
+	end, ok := s.election.Hold(tok)
+	if !ok {
+		writeError(w, http.StatusConflict, "not leading with fencing token "+tok.String()+
+			" (another term, no term, or the term is being released): nothing to hold")
+		return
+	}
+	defer end()
+	s.holds.Add(1)
+	defer s.holds.Add(-1)
+
+	snap := s.election.Snapshot()
+	setIndex(w, snap)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no") // tell proxies not to buffer
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(held{Held: true, Status: s.statusOf(snap)})
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		s.log.Debug("hold: the client left before the answer was sent", "fencingToken", tok, "err", err)
+		return
+	}
+	s.log.Debug("hold taken", "fencingToken", tok)
+	select {
+	case <-r.Context().Done():
+		s.log.Debug("hold ended by the client", "fencingToken", tok)
+	case <-s.ended:
+		s.log.Info("hold ended: the sidecar is shutting down and its election has stopped", "fencingToken", tok)
+	}
+}
