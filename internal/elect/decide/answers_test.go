@@ -240,3 +240,24 @@ func TestMissingNamespaceBacksOff(t *testing.T) {
 		t.Errorf("lastError %q after success; want none", h.last.Report.LastError)
 	}
 }
+
+// A follower whose create failed for want of a namespace clears the error
+// once the Lease exists (someone else created it): the failed create no
+// longer matters, though the follower never writes again. An error the
+// apiserver answered to an acquire stays until an acquire gets through: a
+// read that works says nothing of it.
+func TestLastErrorClearsWhenItNoLongerHolds(t *testing.T) {
+	s := newStore("ns", "lease")
+	s.namespaceMissing = true
+	h := newHarness(t, standardConfig("c"), s)
+	h.begin(true)
+	if !strings.Contains(h.last.Report.LastError, "not found") {
+		t.Fatalf("lastError %q; want the missing namespace", h.last.Report.LastError)
+	}
+	s.namespaceMissing = false
+	held(s, "x", 15) // the namespace is created, and x creates and holds the Lease
+	h.feed(Tick{})
+	if r := h.last.Report; r.LastError != "" || r.Holder != "x" {
+		t.Errorf("following %q with lastError %q; want none once the Lease exists", r.Holder, r.LastError)
+	}
+}

@@ -23,7 +23,11 @@
 //     acquire or renew write plus renewDeadline (fence.ValidUntil), never
 //     longer; an answer that arrives after that does not revive the term.
 //   - Every acquisition is one Update conditioned on the resourceVersion of
-//     the record judged free. A missing Lease is never acquired by Create:
+//     the record judged free, built on that record as the apiserver returned
+//     it, so it also carries its UID: Leases allow create-on-update, and for
+//     a Lease deleted meanwhile it is the UID's precondition that makes the
+//     apiserver refuse the Update (409) instead of creating the Lease anew.
+//     A missing Lease is never acquired by Create:
 //     a candidate creates an empty placeholder record and acquires that,
 //     because "absent now" says nothing about what happened in between
 //     (another instance may have created, led and lost a Lease that was then

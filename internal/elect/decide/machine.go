@@ -45,16 +45,17 @@ type Machine struct {
 
 	term *term // nil when not leading
 
-	watchUp      bool
-	nextPoll     time.Time // candidates without a watch read at this time
-	needRead     bool      // what is known may be out of date: read before acting
-	uncertain    bool      // an own acquire's outcome is unknown: a release on Stop must read first
-	retryAt      time.Time // no read, create or acquire before this (after an error)
-	backoff      time.Duration
-	refusals     int // terms refused in a row because etcd's revisions went backwards
-	lastError    string
-	errorAt      time.Time
-	errorPurpose Purpose // the request that failed
+	watchUp       bool
+	nextPoll      time.Time // candidates without a watch read at this time
+	needRead      bool      // what is known may be out of date: read before acting
+	uncertain     bool      // an own acquire's outcome is unknown: a release on Stop must read first
+	retryAt       time.Time // no read, create or acquire before this (after an error)
+	backoff       time.Duration
+	refusals      int // terms refused in a row because etcd's revisions went backwards
+	lastError     string
+	errorAt       time.Time
+	errorPurpose  Purpose // the request that failed
+	errorAnswered bool    // the apiserver answered it with the error (not a timeout)
 
 	withdrawn    bool
 	stayOutUntil time.Time
@@ -362,19 +363,32 @@ func (m *Machine) failed(now time.Time, purpose Purpose, what string, err error)
 	}
 	m.logf(level, "lease request failed; retrying", "err", msg, "retryIn", wait)
 	m.out.Counts.Errors++
-	m.lastError, m.errorAt, m.errorPurpose = msg, now, purpose
+	m.lastError, m.errorAt, m.errorPurpose, m.errorAnswered = msg, now, purpose, answered != nil
 	m.retryAt = now.Add(wait)
 }
 
 // succeeded records a request that got an answer other than an error (a
-// conflict included). A write that got through clears the last error and
-// restarts the backoff; a read clears only a read's error (reads that work
-// say nothing of a Create that fails for want of a namespace).
+// conflict included). It clears the last error, and restarts the backoff,
+// when that error can no longer be current: a write got through, the same
+// kind of request did, or a read did and the error was a request without
+// an answer (the apiserver is reachable again). A read does not clear an
+// error the apiserver answered to another request: reads that work say
+// nothing of a Create refused for want of a namespace, or of an update a
+// Role does not allow.
 func (m *Machine) succeeded(purpose Purpose) {
-	if m.lastError != "" && purpose == Read && m.errorPurpose != Read {
+	switch {
+	case m.lastError == "":
+	case purpose == m.errorPurpose, purpose == Placeholder, purpose == Acquire, purpose == Renew:
+	case purpose == Read && !m.errorAnswered:
+	default:
 		return
 	}
-	m.lastError, m.errorAt, m.errorPurpose = "", time.Time{}, ""
+	m.clearError()
+}
+
+// clearError forgets the last error and restarts the backoff.
+func (m *Machine) clearError() {
+	m.lastError, m.errorAt, m.errorPurpose, m.errorAnswered = "", time.Time{}, "", false
 	m.backoff = m.cfg.RetryPeriod
 }
 

@@ -45,6 +45,9 @@ func (m *Machine) observe(now time.Time, lease *coordinationv1.Lease, rv string,
 	}
 	prevKnown, prevHolder := m.known, holderOf(m.lease)
 	m.known, m.lease, m.seenAt = true, lease, now
+	if lease != nil && m.errorPurpose == Placeholder {
+		m.clearError() // the Lease exists now: a failed create no longer matters
+	}
 	holder := holderOf(lease)
 	if lease != nil {
 		m.lastTerm = transitionsOf(lease)

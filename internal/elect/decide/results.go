@@ -119,7 +119,7 @@ func (m *Machine) refuse(now time.Time, token, floor fence.Token) {
 	}
 	m.logf(level, "no term: the token would not fence older terms", "token", token, "seen", floor, "retryIn", wait)
 	m.out.Counts.Errors++
-	m.lastError, m.errorAt, m.errorPurpose = msg, now, Acquire
+	m.lastError, m.errorAt, m.errorPurpose, m.errorAnswered = msg, now, Acquire, true
 	m.retryAt = now.Add(wait)
 	m.startRelease(0, time.Time{}, false)
 }

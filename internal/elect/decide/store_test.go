@@ -7,6 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // store is an in-memory model of the apiserver and etcd for one Lease, with
@@ -62,6 +63,7 @@ func (s *store) create(writer string, l *coordinationv1.Lease) (*coordinationv1.
 	if err := validate(l); err != nil {
 		return nil, err
 	}
+	l.UID = types.UID("uid-" + strconv.FormatInt(s.rev+1, 10))
 	return s.commit(writer, l), nil
 }
 
@@ -69,10 +71,16 @@ func (s *store) create(writer string, l *coordinationv1.Lease) (*coordinationv1.
 // afresh and keeps no reference), and the objects it hands out are shared,
 // never changed: the Machine copies a record before it builds a write on it.
 
+// update is a PUT. Leases allow create-on-update: a PUT of a missing Lease
+// creates it, unless the body carries a UID, whose precondition then fails
+// (409), as it does for a Lease deleted and created again. The
+// resourceVersion is checked only against an existing object.
 func (s *store) update(writer string, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	switch {
-	case s.lease == nil:
-		return nil, apierrors.NewNotFound(leasesResource, s.name)
+	case s.lease == nil && l.UID == "":
+		return s.create(writer, l)
+	case s.lease == nil, l.UID != "" && l.UID != s.lease.UID:
+		return nil, apierrors.NewConflict(leasesResource, s.name, errors.New("Precondition failed: UID in precondition: "+string(l.UID)))
 	case l.ResourceVersion != s.lease.ResourceVersion:
 		return nil, apierrors.NewConflict(leasesResource, s.name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	}
