@@ -101,7 +101,7 @@ func runTrial(t *testing.T, scenario string, fn func(e *env)) {
 	e := &env{
 		t: t, ctx: t.Context(), scenario: scenario,
 		cfg: fleet.Config{
-			Binary: binary, Cluster: cluster, Namespace: ns, Lease: leaseName,
+			Binary: sidecarBinary(), Cluster: cluster, Namespace: ns, Lease: leaseName,
 			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 			Dir: t.TempDir(),
 		},

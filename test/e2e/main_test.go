@@ -52,10 +52,22 @@ const (
 
 var (
 	soak = flag.Int("soak", 1, "run each scenario this many times (make e2e-soak); a summary is printed at the end")
+	// sidecarFlag runs the suite against another build of the sidecar, e.g.
+	// one from before a fix, to show what a scenario catches.
+	sidecarFlag = flag.String("sidecar", "", "run this sidecar binary instead of the one built from cmd/sidecar")
 
 	cluster *kubetest.Cluster
 	binary  string
 )
+
+// sidecarBinary is the binary the trials start: -sidecar if given, else
+// the one fleet.Main built from this tree.
+func sidecarBinary() string {
+	if *sidecarFlag != "" {
+		return *sidecarFlag
+	}
+	return binary
+}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -64,6 +76,9 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	code := fleet.Main(m, &cluster, &binary)
+	if *sidecarFlag != "" {
+		fmt.Printf("e2e: ran the sidecar binary %s (-sidecar), not this tree's\n", *sidecarFlag)
+	}
 	printSummary(os.Stdout)
 	// Every observer, sampler and process waiter has a visible end.
 	// Connections kept alive by shared HTTP transports are not ours.
