@@ -79,6 +79,7 @@ type env struct {
 	obs      *observer
 	members  []*member
 	tally    *tally
+	waits    []waitRule // checked by finish
 }
 
 // runScenario runs fn as -soak trials (one by default), each a fresh env.
@@ -120,6 +121,7 @@ func (e *env) finish() {
 	samples := e.obs.Samples()
 	terms, vs := check(samples)
 	vs = append(vs, checkAcrossRun(e.scenario, terms)...)
+	vs = append(vs, checkWaits(samples, e.waits)...)
 	for _, p := range e.obs.Problems() {
 		vs = append(vs, violation{other, p})
 	}
