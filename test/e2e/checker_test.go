@@ -193,3 +193,29 @@ func TestCheckerReportedTerms(t *testing.T) {
 		}
 	})
 }
+
+func TestCheckerWaitRules(t *testing.T) {
+	a, b := newMember("a"), newMember("b")
+	var f fakeSamples
+	f.add(a, 0, 1, 5, 0, 2000)
+	f.add(b, 3100, 3101, 6, 3050, 5100) // b's term 6, acquired at 3050
+	f.add(b, 3200, 3201, 6, 3050, 5100)
+	cases := []struct {
+		name string
+		rule waitRule
+		want int
+	}{
+		{"acquired after the bound", waitRule{m: b, notBefore: ms(3050)}, 0},
+		{"acquired before the bound, reported once per term", waitRule{m: b, notBefore: ms(3051)}, 1},
+		{"any member, tokens above", waitRule{above: 5, notBefore: ms(4000)}, 1},
+		{"tokens at or below above are exempt", waitRule{above: 6, notBefore: ms(4000)}, 0},
+		{"another member's rule", waitRule{m: a, above: 5, notBefore: ms(4000)}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := len(checkWaits(f.out, []waitRule{c.rule})); got != c.want {
+				t.Errorf("violations = %d, want %d", got, c.want)
+			}
+		})
+	}
+}

@@ -53,8 +53,12 @@
 //
 // # Scenarios
 //
-// Three sidecars each, every one with its own cuttable link to the
-// apiserver (scenarios_test.go; bounds in main_test.go and app_test.go):
+// Three sidecars each unless said otherwise, every one with its own
+// cuttable link to the apiserver (scenarios_test.go and unseen_test.go;
+// bounds in main_test.go and app_test.go). The first leader of a fresh
+// Lease appears only a lease duration after the first sidecar started (it
+// creates an empty placeholder and acquires it a lease duration later);
+// every scenario waits for it with the generous bound `steady`.
 //
 //  1. Crash: SIGKILL the leader; another leads once the Lease expires.
 //  2. Graceful handover: SIGTERM the leader; it releases and exits 0, and
@@ -85,4 +89,37 @@
 //     stretches where none is healthy, in which nobody leads once
 //     withdrawn; with all apps healthy again exactly one leads, with a
 //     healthy app.
+//
+// Scenarios 12 to 14 take the Lease from a holder that cannot hear it and
+// then give the choice to a candidate that cannot judge the edit from what
+// it sees now; each term's start is also checked against the rule that
+// covers it (waitRule: a full lease duration after the candidate could
+// first have observed the edit). The sidecar of an older build fails each
+// of them with overlaps (-sidecar runs the suite against another binary).
+//
+//  12. Hand edit with a fresh candidate: the holder (and everyone else) is
+//     cut off, the Lease (a) deleted, (b) emptied, and a new sidecar
+//     started, the only one that can act. It must not lead before the
+//     cut-off holder's validity ended, nor before a lease duration after
+//     its start; it leads within freshBound of being ready.
+//  13. Stale claims, two sidecars whose clients drop a dead link after
+//     about 2s, so that a partition ends their watch instead of having it
+//     replayed on the heal. (c) The candidate is cut off for longer than
+//     leaseDuration while the leader renews, then the leader is cut off,
+//     the Lease emptied (then, roles swapped, deleted), the candidate
+//     healed. (d) Own stale claim: x leads and is cut off, y takes over
+//     unseen by x, y is cut off, the Lease deleted, x healed: x must not
+//     lead while y is valid. Recovery within staleBound of the edit.
+//  14. leaseDurationSeconds shortened by hand to 1 while the holder is cut
+//     off: neither the watching candidates nor a fresh one started after
+//     the edit take it before the holder's validity ended, nor before a
+//     lease duration after the edit; one leads within failoverBound.
+//  15. Namespace missing (two sidecars, retryPeriod 1s, leaseDuration 4s):
+//     over nsWindow each sends at most nsMaxCreates Creates (the backoff
+//     doubles up to 4s), logs the failure once naming the namespace, and
+//     reports it as lastError with lastErrorAt (counted in
+//     leasehold_lease_request_errors_total); /readyz answers 200 (the
+//     Lease's absence has been observed). Once the namespace is created, an
+//     empty placeholder appears and one leads a lease duration after it
+//     was created, within nsBound, with lastError null.
 package e2e

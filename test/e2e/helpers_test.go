@@ -79,6 +79,7 @@ type env struct {
 	obs      *observer
 	members  []*member
 	tally    *tally
+	waits    []waitRule // checked by finish
 }
 
 // runScenario runs fn as -soak trials (one by default), each a fresh env.
@@ -101,7 +102,7 @@ func runTrial(t *testing.T, scenario string, fn func(e *env)) {
 	e := &env{
 		t: t, ctx: t.Context(), scenario: scenario,
 		cfg: fleet.Config{
-			Binary: binary, Cluster: cluster, Namespace: ns, Lease: leaseName,
+			Binary: sidecarBinary(), Cluster: cluster, Namespace: ns, Lease: leaseName,
 			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 			Dir: t.TempDir(),
 		},
@@ -120,6 +121,7 @@ func (e *env) finish() {
 	samples := e.obs.Samples()
 	terms, vs := check(samples)
 	vs = append(vs, checkAcrossRun(e.scenario, terms)...)
+	vs = append(vs, checkWaits(samples, e.waits)...)
 	for _, p := range e.obs.Problems() {
 		vs = append(vs, violation{other, p})
 	}

@@ -48,14 +48,59 @@ const (
 	// exitBound: a SIGTERMed sidecar releases within renewDeadline and
 	// closes its servers within 2s more; generous for a loaded machine.
 	exitBound = renewDeadline + 2*time.Second + schedulingSlack
+	// freshBound: a fresh sidecar has read the Lease by the time it is
+	// ready (/readyz) and takes a record nobody holds a lease duration after
+	// it first observed it (for a missing Lease: the empty placeholder it
+	// creates, one round trip later). Measured from its readiness.
+	freshBound = leaseDuration + retryPeriod + schedulingSlack
+	// staleBound: a candidate whose link heals learns the Lease's state by
+	// its next poll (within 1.2 × retryPeriod, plus the request timeout of
+	// max(retryPeriod, 1s) for a read sent just before the heal), and takes
+	// an emptied or re-created record a lease duration after that.
+	// Measured from the hand edit, which comes just before the heal.
+	staleBound = max(retryPeriod, time.Second) + retryPeriod*6/5 + leaseDuration + schedulingSlack
+)
+
+// Scenario 15 (namespace missing) runs with timings of its own, so that
+// the backoff's effect is plain: retryPeriod 1s, doubling up to
+// min(leaseDuration, 4 × retryPeriod) = 4s.
+const (
+	nsLeaseDuration = 4 * time.Second
+	nsRenewDeadline = 2 * time.Second
+	nsRetryPeriod   = time.Second
+	nsMaxBackoff    = 4 * time.Second
+	// nsWindow is how long the sidecars run with the namespace missing.
+	nsWindow = 20 * time.Second
+	// nsMaxCreates bounds the Creates one sidecar sends in nsWindow. The
+	// backoff allows 7 (at 0, 1, 3, 7, 11, 15 and 19s of a window that
+	// starts with an attempt); a sidecar that retried every retryPeriod
+	// would send 20, one that spun far more.
+	nsMaxCreates = 10
+	// nsBound: once the namespace exists, the next Create (within the
+	// backoff cap) makes the placeholder, which is taken a lease duration
+	// after it was observed, by a watching candidate at once, by a polling
+	// one within retryPeriod.
+	nsBound = nsMaxBackoff + nsLeaseDuration + nsRetryPeriod + schedulingSlack
 )
 
 var (
 	soak = flag.Int("soak", 1, "run each scenario this many times (make e2e-soak); a summary is printed at the end")
+	// sidecarFlag runs the suite against another build of the sidecar, e.g.
+	// one from before a fix, to show what a scenario catches.
+	sidecarFlag = flag.String("sidecar", "", "run this sidecar binary instead of the one built from cmd/sidecar")
 
 	cluster *kubetest.Cluster
 	binary  string
 )
+
+// sidecarBinary is the binary the trials start: -sidecar if given, else
+// the one fleet.Main built from this tree.
+func sidecarBinary() string {
+	if *sidecarFlag != "" {
+		return *sidecarFlag
+	}
+	return binary
+}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -64,6 +109,9 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	code := fleet.Main(m, &cluster, &binary)
+	if *sidecarFlag != "" {
+		fmt.Printf("e2e: ran the sidecar binary %s (-sidecar), not this tree's\n", *sidecarFlag)
+	}
 	printSummary(os.Stdout)
 	// Every observer, sampler and process waiter has a visible end.
 	// Connections kept alive by shared HTTP transports are not ours.
