@@ -126,7 +126,7 @@ func TestStatusOmitsZeroTimes(t *testing.T) {
 // later request succeeds (lastError is null then, never absent).
 func TestStatusReportsTheLastError(t *testing.T) {
 	s := leading()
-	s.LastError = `create the Lease: namespace "shop" not found: namespaces "shop" not found`
+	s.LastError = `create the Lease in namespace "shop" (does it exist?): namespaces "shop" not found`
 	s.LastErrorAt = t0.Add(-time.Second)
 	f := newFixture(t, s)
 	got := decode(t, do(f.srv.APIHandler(), http.MethodGet, "/v1/status"))

@@ -228,7 +228,7 @@ func TestMissingNamespaceBacksOff(t *testing.T) {
 	if creates < 4 || creates > 12 {
 		t.Errorf("%d creates in a minute; want a few (backoff from 2s, doubling to 8s)", creates)
 	}
-	if r := h.last.Report; !strings.Contains(r.LastError, `namespace "ns" not found`) {
+	if r := h.last.Report; !strings.Contains(r.LastError, `create the Lease in namespace "ns" (does it exist?): namespaces "ns" not found`) {
 		t.Errorf("lastError %q; want it to name the namespace", r.LastError)
 	}
 	if errors == 0 {

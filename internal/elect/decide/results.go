@@ -57,7 +57,7 @@ func (m *Machine) placeholderResult(now time.Time, p *pending, r Result) {
 		m.succeeded(Placeholder)
 		m.needRead = true // someone else created it first: learn what they wrote
 	case apierrors.IsNotFound(r.Err):
-		m.failed(now, Placeholder, fmt.Sprintf("create the Lease: namespace %q not found", m.cfg.Namespace), r.Err)
+		m.failed(now, Placeholder, fmt.Sprintf("create the Lease in namespace %q (does it exist?)", m.cfg.Namespace), r.Err)
 	default:
 		m.failed(now, Placeholder, "create the Lease", errOrEmpty(r.Err))
 		m.needRead = true // it may have been created all the same
