@@ -358,10 +358,10 @@ func (m *Machine) failed(now time.Time, purpose Purpose, what string, err error)
 		m.backoff = min(2*m.backoff, m.cfg.maxBackoff())
 	}
 	level := slog.LevelWarn
-	if msg == m.lastError {
-		level = slog.LevelDebug
+	if msg == m.lastError || m.stopping {
+		level = slog.LevelDebug // once while it repeats; on shutdown, the release's outcome says it
 	}
-	m.logf(level, "lease request failed; retrying", "err", msg, "retryIn", wait)
+	m.logf(level, "lease request failed", "err", msg, "retryIn", wait)
 	m.out.Counts.Errors++
 	m.lastError, m.errorAt, m.errorPurpose, m.errorAnswered = msg, now, purpose, answered != nil
 	m.retryAt = now.Add(wait)

@@ -94,9 +94,8 @@ func (m *Machine) releaseReadResult(now time.Time, p *pending, r Result) {
 		m.uncertain = false
 		m.finishRelease(false, nil)
 	default:
-		err := fmt.Errorf("release: read the Lease: %w", errOrEmpty(r.Err))
-		m.failed(now, ReleaseRead, "release", err)
-		m.finishRelease(false, err)
+		m.failed(now, ReleaseRead, "release: read the Lease", errOrEmpty(r.Err))
+		m.finishRelease(false, fmt.Errorf("release: read the Lease: %w", errOrEmpty(r.Err)))
 	}
 }
 
@@ -118,14 +117,16 @@ func (m *Machine) releaseSendResult(now time.Time, p *pending, r Result) {
 		m.observe(now, nil, "", p)
 		m.finishRelease(false, nil)
 	default:
-		err := fmt.Errorf("release: %w", errOrEmpty(r.Err))
-		m.failed(now, ReleaseSend, "release", err)
-		m.finishRelease(false, err) // others take over when the Lease expires
+		m.failed(now, ReleaseSend, "release", errOrEmpty(r.Err))
+		m.finishRelease(false, fmt.Errorf("release: %w", errOrEmpty(r.Err)))
 	}
 }
 
 // finishRelease answers the callers and ends the release.
 func (m *Machine) finishRelease(released bool, err error) {
+	if err != nil && m.stopping {
+		m.logf(slog.LevelWarn, "release on shutdown failed; others take over when the Lease expires", "err", err)
+	}
 	for _, id := range m.release.replies {
 		m.reply(id, released, err)
 	}

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,24 @@ func TestStop(t *testing.T) {
 		h.feed(Stop{})
 		if !h.last.Stopped || holderOf(h.store.lease) != "" {
 			t.Fatalf("stopped=%v holder %q; want released and stopped", h.last.Stopped, holderOf(h.store.lease))
+		}
+	})
+	t.Run("holding, the release refused", func(t *testing.T) {
+		h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+		held(h.store, "c", 15)
+		h.begin(true)
+		h.cutOff = true
+		h.m.Step(h.now, Stop{})
+		if out := h.m.Step(h.now, HoldsCleared{}); out.Request == nil || out.Request.Purpose != ReleaseRead {
+			t.Fatalf("want the release's read, got %+v", out.Request)
+		}
+		out := h.m.Step(h.now, Result{Err: timeout})
+		said := false
+		for _, l := range out.Logs {
+			said = said || strings.Contains(l.Msg, "release on shutdown failed")
+		}
+		if !out.Stopped || !said {
+			t.Fatalf("stopped=%v logs %+v; want stopped, saying the release failed", out.Stopped, out.Logs)
 		}
 	})
 	t.Run("following", func(t *testing.T) {
