@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
@@ -70,12 +70,12 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	clientset, err := kubernetes.NewForConfig(restConfig)
+	leases, err := coordinationv1client.NewForConfig(restConfig)
 	if err != nil {
 		return err
 	}
 	elector, err := elect.New(elect.Config{
-		Leases:         clientset.CoordinationV1(),
+		Leases:         leases,
 		Namespace:      cfg.LeaseNamespace,
 		Name:           cfg.LeaseName,
 		Identity:       cfg.Identity,
@@ -106,7 +106,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	}
 	var labeler *podlabel.Labeler
 	if cfg.PodLabel != "" {
-		if labeler, err = newLabeler(cfg, clientset, elector, registry, log); err != nil {
+		if labeler, err = newLabeler(cfg, restConfig, elector, registry, log); err != nil {
 			return err
 		}
 	}
