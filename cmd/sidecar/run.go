@@ -124,7 +124,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		return fmt.Errorf("LEASEHOLD_OPS_ADDR: %w", err)
 	}
 	apiServer := httpapi.NewHTTPServer(api.APIHandler())
-	opsServer := httpapi.NewHTTPServer(api.OpsHandler())
+	opsServer := httpapi.NewHTTPServer(withPprof(api.OpsHandler(), cfg.Pprof))
 
 	// One channel collects every reason to stop: a server or a background
 	// task failing. Signals arrive through signals.
