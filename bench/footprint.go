@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +37,7 @@ import (
 type footprintImpl struct {
 	name   string
 	binary string
+	env    []string // extra environment, e.g. GOMEMLIMIT
 	// pkg and dir name the main package and the module folder it is
 	// listed in (go list -deps); pkg "" when unknown (a binary given with
 	// -footprint-extra).
@@ -60,6 +62,7 @@ type implFootprint struct {
 	packages    int      // in the binary's graph (go list -deps); 0 when unknown
 	apiGroups   []string // k8s.io/api/<group>/<version> packages in that graph
 	clientset   bool     // k8s.io/client-go/kubernetes itself in that graph
+	typedVia    []string // packages outside client-go that import k8s.io/client-go/kubernetes[/...]
 	idle        []memSample
 	cpu         time.Duration // CPU time used over the idle window
 	cpuWindow   time.Duration
@@ -106,8 +109,7 @@ func benchFootprint(ctx context.Context, cluster *kubetest.Cluster, base fleet.C
 	f := footprintFigures{ran: true, window: opts.footprintWindow, watchers: opts.watchers, statusLen: opts.statusLoad}
 	for _, impl := range impls {
 		r := implFootprint{impl: impl}
-		var err error
-		if r.binaryBytes, r.packages, r.apiGroups, r.clientset, err = staticFootprint(ctx, impl); err != nil {
+		if err := staticFootprint(ctx, &r); err != nil {
 			return f, fmt.Errorf("%s: %w", impl.name, err)
 		}
 		f.impls = append(f.impls, r)
@@ -139,7 +141,7 @@ func benchFootprint(ctx context.Context, cluster *kubetest.Cluster, base fleet.C
 	}()
 	for i, impl := range impls {
 		c := cfg
-		c.Binary, c.Lease = impl.binary, fmt.Sprintf("footprint-%d", i)
+		c.Binary, c.Lease, c.Env = impl.binary, fmt.Sprintf("footprint-%d", i), impl.env
 		inst, err := c.Start(ctx, fmt.Sprintf("fp%d", i), false)
 		if err != nil {
 			return f, fmt.Errorf("%s: %w", impl.name, err)
@@ -220,7 +222,7 @@ func benchFootprint(ctx context.Context, cluster *kubetest.Cluster, base fleet.C
 	for n := range opts.starts {
 		for i, impl := range impls {
 			c := held
-			c.Binary = impl.binary
+			c.Binary, c.Env = impl.binary, impl.env
 			inst, err := c.Start(ctx, fmt.Sprintf("start%d-%d", i, n), false)
 			if err != nil {
 				return f, fmt.Errorf("%s: start: %w", impl.name, err)
@@ -242,32 +244,42 @@ func benchFootprint(ctx context.Context, cluster *kubetest.Cluster, base fleet.C
 
 // staticFootprint reads what the binary is: its size, and (when its package
 // is known) the packages of its graph, the k8s.io/api groups among them,
-// and whether the full clientset is one of them.
-func staticFootprint(ctx context.Context, impl footprintImpl) (size int64, packages int, groups []string, clientset bool, err error) {
-	fi, err := os.Stat(impl.binary)
+// whether the full clientset is one of them, and which packages outside
+// client-go import client-go's typed clients (each of which registers every
+// group in client-go's scheme).
+func staticFootprint(ctx context.Context, r *implFootprint) error {
+	fi, err := os.Stat(r.impl.binary)
 	if err != nil {
-		return 0, 0, nil, false, err
+		return err
 	}
-	if impl.pkg == "" {
-		return fi.Size(), 0, nil, false, nil
+	r.binaryBytes = fi.Size()
+	if r.impl.pkg == "" {
+		return nil
 	}
-	deps, err := goListDeps(ctx, impl.dir, impl.pkg)
+	deps, err := goListDeps(ctx, r.impl.dir, r.impl.pkg)
 	if err != nil {
-		return 0, 0, nil, false, err
+		return err
 	}
-	for _, p := range deps {
-		if g, ok := strings.CutPrefix(p, "k8s.io/api/"); ok {
-			groups = append(groups, g)
+	r.packages = len(deps)
+	for _, pkg := range slices.Sorted(maps.Keys(deps)) {
+		if g, ok := strings.CutPrefix(pkg, "k8s.io/api/"); ok {
+			r.apiGroups = append(r.apiGroups, g)
 		}
-		clientset = clientset || p == "k8s.io/client-go/kubernetes"
+		r.clientset = r.clientset || pkg == "k8s.io/client-go/kubernetes"
+		if strings.HasPrefix(pkg, "k8s.io/client-go/") {
+			continue
+		}
+		if slices.ContainsFunc(deps[pkg], func(imp string) bool { return strings.HasPrefix(imp, "k8s.io/client-go/kubernetes") }) {
+			r.typedVia = append(r.typedVia, strings.TrimPrefix(pkg, "github.com/leasehold/leasehold/"))
+		}
 	}
-	return fi.Size(), len(deps), groups, clientset, nil
+	return nil
 }
 
 // goListDeps lists the packages of pkg's graph for the Dockerfile's build
-// (CGO_ENABLED=0), standard library included.
-func goListDeps(ctx context.Context, dir, pkg string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, "go", "list", "-deps", pkg)
+// (CGO_ENABLED=0), standard library included, each with its imports.
+func goListDeps(ctx context.Context, dir, pkg string) (map[string][]string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var stderr bytes.Buffer
@@ -276,7 +288,13 @@ func goListDeps(ctx context.Context, dir, pkg string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go list -deps %s: %w\n%s", pkg, err, stderr.Bytes())
 	}
-	return strings.Fields(string(out)), nil
+	deps := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		if fields := strings.Fields(line); len(fields) > 0 {
+			deps[fields[0]] = fields[1:]
+		}
+	}
+	return deps, nil
 }
 
 // allLead waits until every instance says leader:true, at most bound (0:

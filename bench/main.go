@@ -63,6 +63,7 @@ func main() {
 	flag.IntVar(&opts.footprintRounds, "footprint-rounds", 5, "footprint: rounds of GET /v1/status load (each -status-load long) per implementation")
 	flag.IntVar(&opts.starts, "starts", 20, "footprint: starts of each implementation, timed to /readyz 200")
 	flag.StringVar(&opts.footprintRef, "footprint-ref", "", "footprint: also measure leasehold as of this git revision (a column of its own)")
+	flag.StringVar(&opts.footprintGomemlimit, "footprint-gomemlimit", "", "footprint: also measure leasehold with this GOMEMLIMIT (a column of its own)")
 	flag.Func("footprint-extra", "footprint: also measure this leasehold-compatible binary, as name=path (repeatable)", func(v string) error {
 		name, path, ok := strings.Cut(v, "=")
 		if !ok || name == "" || path == "" {
@@ -97,7 +98,7 @@ type options struct {
 	only                                      string
 	footprintWindow                           time.Duration
 	footprintRounds, starts                   int
-	footprintRef                              string
+	footprintRef, footprintGomemlimit         string
 	footprintExtra                            []footprintImpl
 }
 
@@ -187,6 +188,12 @@ func footprintRun(ctx context.Context, cluster *kubetest.Cluster, base fleet.Con
 	impls := []footprintImpl{
 		{name: "leasehold", binary: leasehold, pkg: "./cmd/sidecar"},
 		{name: "client-go LeaderElector", binary: baseline, pkg: "./bench/baseline"},
+	}
+	if opts.footprintGomemlimit != "" {
+		impls = append(impls, footprintImpl{
+			name: "leasehold, GOMEMLIMIT=" + opts.footprintGomemlimit, binary: leasehold, pkg: "./cmd/sidecar",
+			env: []string{"GOMEMLIMIT=" + opts.footprintGomemlimit},
+		})
 	}
 	if opts.footprintRef != "" {
 		ref, err := buildAt(ctx, dir, opts.footprintRef)
