@@ -125,8 +125,9 @@ func (r *report) footprintMarkdown(b *strings.Builder) {
 			plural(len(unused), "group"), strings.Join(usedGroups, " and "), strings.Join(lh.typedVia, ", "))
 	}
 	fmt.Fprintf(b, "- RSS idle: %.1f MiB of leasehold's %.1f MiB are file-backed, the pages of its binary it has touched (the kernel maps a file's pages in runs around each fault, so this part follows the binary's size, column by column above); "+
-		"that part alone is %.2f× client-go's whole RSS. The anonymous part, %.1f MiB, is %.2f× client-go's; %.1f MiB of it is the Go heap in use after GC (the idle heap profile below).\n",
-		(idle(lh)-anon(lh))/(1<<20), idle(lh)/(1<<20), (idle(lh)-anon(lh))/idle(cg), anon(lh)/(1<<20), anon(lh)/anon(cg), f.profile.before.HeapInuse/(1<<20))
+		"that part alone is %.2f× client-go's whole RSS. The anonymous part, %.1f MiB, is %.2f× client-go's; of it, the Go heap live after GC is %s (the idle heap profile below), "+
+		"and the rest the heap's headroom until the next GC, goroutine stacks and the runtime's own.\n",
+		(idle(lh)-anon(lh))/(1<<20), idle(lh)/(1<<20), (idle(lh)-anon(lh))/idle(cg), anon(lh)/(1<<20), anon(lh)/anon(cg), profileTotal(f.profile.idleTop))
 
 	fl := f.floor
 	flIdle := float64(medianInt(rssOf(fl.idle)))
@@ -167,6 +168,17 @@ func refOr(ref *implFootprint, f func(implFootprint) string) string {
 		return ""
 	}
 	return f(*ref)
+}
+
+// profileTotal is the total of a go tool pprof -top output ("… of 1560.65kB
+// total"), "?" when it has none.
+func profileTotal(top string) string {
+	_, rest, ok := strings.Cut(top, "% of ")
+	total, _, ok2 := strings.Cut(rest, " total")
+	if !ok || !ok2 {
+		return "?"
+	}
+	return total
 }
 
 // plural is "1 thing" or "n things".

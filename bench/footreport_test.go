@@ -23,7 +23,7 @@ func fakeFootprint() footprintFigures {
 		impls: []implFootprint{impl("leasehold", 29e6, 26, 58), impl("client-go LeaderElector", 28e6, 24, 52), impl("leasehold at abc", 29e6, 26, 58)},
 		floor: floorFigures{idle: mem(6, 1), withWatch: mem(34, 29), before: memstats{1 << 20, 1 << 19, 3}, after: memstats{16 << 20, 12 << 20, 2003}},
 		profile: profileFigures{before: memstats{2 << 20, 1 << 19, 15}, after: memstats{18 << 20, 13 << 20, 2015},
-			goroutines: map[string]int{"net/http.(*connReader).backgroundRead": 1000}, idleTop: "idle\n", heapTop: "top\n"},
+			goroutines: map[string]int{"net/http.(*connReader).backgroundRead": 1000}, idleTop: "Showing nodes accounting for 691.88kB, 44.33% of 1560.65kB total\n", heapTop: "top\n"},
 	}
 }
 
@@ -41,6 +41,7 @@ func TestFootprintMarkdown(t *testing.T) {
 		"1.00× leasehold at abc's",
 		"because it imports client-go's typed clients (from internal/elect)",
 		"| `net/http.(*connReader).backgroundRead` | 1000 |",
+		"the Go heap live after GC is 1560.65kB",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q:\n%s", want, md)
