@@ -87,3 +87,15 @@ func TestWriteFootprintReplacesOnlyItsSection(t *testing.T) {
 		t.Fatalf("replaced file:\n%s", doc)
 	}
 }
+
+// A full run's report carries the footprint section after the others, so
+// that -only footprint can later replace it alone.
+func TestFullReportEndsWithTheFootprintSection(t *testing.T) {
+	r := newReport(options{statusConns: 64}, []results{{}, {}}, httpFigures{}, appFigures{}, fakeFootprint())
+	md := r.markdown("")
+	election := strings.Index(md, "| graceful handover")
+	begin, end := strings.Index(md, footprintBegin), strings.Index(md, footprintEnd)
+	if election < 0 || begin < election || end < begin || !strings.HasSuffix(md, footprintEnd+"\n") {
+		t.Errorf("want the election table, then the footprint section last:\n%s", md)
+	}
+}
