@@ -107,10 +107,10 @@ type Config struct {
 	PodLabel string
 	Pod      PodRef
 
-	// Pprof serves net/http/pprof's profiles under /debug/pprof/ on the OPS
-	// listener (LEASEHOLD_PPROF, default false; parsed by strconv.ParseBool).
-	// For measuring the sidecar's own footprint: a profile costs CPU and
-	// memory while it is taken, and a heap profile shows allocation sites.
+	// Pprof serves Go's profiles under /debug/pprof/ on the OPS listener
+	// (LEASEHOLD_PPROF, default false; parsed by strconv.ParseBool), for
+	// measuring the sidecar's own footprint: a profile costs CPU and memory
+	// while it is taken.
 	Pprof bool
 }
 
