@@ -20,7 +20,7 @@ export LEASEHOLD_HELM := $(HELM_BIN)
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test unit sim vet kube-bins helm-bin chart-test kube bench image e2e-soak check-no-leftovers
+.PHONY: demo test unit sim vet kube-bins helm-bin chart-test kube bench bench-footprint image e2e-soak check-no-leftovers
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
 demo: kube-bins
@@ -98,6 +98,12 @@ image:
 ## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 15 minutes).
 bench: kube-bins
 	go run ./bench -out docs/benchmarks.md $(BENCH_FLAGS)
+
+## bench-footprint: only the footprint section of make bench (memory, binary, start-up, CPU; about 5 minutes), against leasehold
+## before this work (FOOTPRINT_REF); replaces only that section of docs/benchmarks.md.
+FOOTPRINT_REF ?= 3f4e413
+bench-footprint: kube-bins
+	go run ./bench -only footprint -footprint-ref $(FOOTPRINT_REF) -footprint-gomemlimit 24MiB -out docs/benchmarks.md $(BENCH_FLAGS)
 
 # The harness must never leave an etcd or kube-apiserver behind.
 check-no-leftovers:

@@ -221,6 +221,9 @@ func (p *watcherPool) open(ctx context.Context) error {
 			return err
 		}
 	}
+	// Connections the long-polls' first requests left idle would hold a
+	// goroutine and buffers in the server besides the watchers'.
+	p.client.CloseIdleConnections()
 	return nil
 }
 

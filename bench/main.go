@@ -12,10 +12,17 @@
 //     wake-up latency and memory;
 //   - for leasehold alone, the app-aware features: how soon a replica with
 //     a healthy app leads after the leader's app fails (health-gated
-//     candidacy), and how far the leader label lags behind leadership.
+//     candidacy), and how far the leader label lags behind leadership;
+//   - the footprint of one instance at the default configuration, side by
+//     side: binary size and linked packages, RSS idle while leading and
+//     with open watchers, CPU while leading, start-up time to readiness,
+//     GET /v1/status throughput, with net/http alone as the floor of the
+//     watchers' cost and leasehold's heap profile (footprint.go). It can run
+//     alone: -only footprint.
 //
 // It prints one table, and with -out also writes it, with the command, the
-// machine and a latency plot, to a Markdown file.
+// machine and a latency plot, to a Markdown file. With -only footprint it
+// replaces only that section of the file.
 package main
 
 import (
@@ -51,7 +58,25 @@ func main() {
 	flag.DurationVar(&opts.appTimeout, "app-health-timeout", 500*time.Millisecond, "LEASEHOLD_APP_HEALTH_TIMEOUT in the app-failure trials")
 	flag.IntVar(&opts.appThreshold, "app-health-threshold", 3, "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD in the app-failure trials")
 	flag.StringVar(&opts.out, "out", "", "also write the report (Markdown, plus an SVG plot beside it) to this file")
+	flag.StringVar(&opts.only, "only", "", `run only this section: "footprint" (with -out, only that section of the file is replaced)`)
+	flag.DurationVar(&opts.footprintWindow, "footprint-window", time.Minute, "footprint: the idle window over which CPU is measured and RSS sampled")
+	flag.IntVar(&opts.footprintRounds, "footprint-rounds", 5, "footprint: rounds of GET /v1/status load (each -status-load long) per implementation")
+	flag.IntVar(&opts.starts, "starts", 20, "footprint: starts of each implementation, timed to /readyz 200")
+	flag.StringVar(&opts.footprintRef, "footprint-ref", "", "footprint: also measure leasehold as of this git revision (a column of its own)")
+	flag.StringVar(&opts.footprintGomemlimit, "footprint-gomemlimit", "", "footprint: also measure leasehold with this GOMEMLIMIT (a column of its own)")
+	flag.Func("footprint-extra", "footprint: also measure this leasehold-compatible binary, as name=path (repeatable)", func(v string) error {
+		name, path, ok := strings.Cut(v, "=")
+		if !ok || name == "" || path == "" {
+			return fmt.Errorf("want name=path, got %q", v)
+		}
+		opts.footprintExtra = append(opts.footprintExtra, footprintImpl{name: name, binary: path})
+		return nil
+	})
 	flag.Parse()
+	if opts.only != "" && opts.only != "footprint" {
+		fmt.Fprintf(os.Stderr, "bench: -only %q: the only section that runs alone is footprint\n", opts.only)
+		os.Exit(2)
+	}
 	opts.command = "go run ./bench " + strings.Join(os.Args[1:], " ")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -70,6 +95,11 @@ type options struct {
 	appTrials, appThreshold                   int
 	appInterval, appTimeout                   time.Duration
 	out, command                              string
+	only                                      string
+	footprintWindow                           time.Duration
+	footprintRounds, starts                   int
+	footprintRef, footprintGomemlimit         string
+	footprintExtra                            []footprintImpl
 }
 
 // implementation is one thing being measured: a binary that answers
@@ -113,29 +143,67 @@ func run(ctx context.Context, opts options) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench: leaseDuration %v, renewDeadline %v, retryPeriod %v\n", opts.leaseDuration, opts.renewDeadline, opts.retryPeriod)
 
-	var all []results
-	for _, impl := range []implementation{{"leasehold", leasehold}, {"client-go LeaderElector", baseline}} {
-		r, err := measure(ctx, cluster, base, impl, opts)
-		if err != nil {
-			return fmt.Errorf("%s: %w", impl.name, err)
+	var report *report
+	footprint, err := footprintRun(ctx, cluster, base, dir, leasehold, baseline, opts)
+	if err != nil {
+		return fmt.Errorf("footprint: %w", err)
+	}
+	if opts.only == "footprint" {
+		report = newReport(opts, nil, httpFigures{}, appFigures{}, footprint)
+	} else {
+		var all []results
+		for _, impl := range []implementation{{"leasehold", leasehold}, {"client-go LeaderElector", baseline}} {
+			r, err := measure(ctx, cluster, base, impl, opts)
+			if err != nil {
+				return fmt.Errorf("%s: %w", impl.name, err)
+			}
+			all = append(all, r)
 		}
-		all = append(all, r)
+		base.Binary = leasehold
+		httpFigs, err := benchHTTP(ctx, cluster, base, opts.statusConns, opts.watchers, opts.changes, opts.statusLoad)
+		if err != nil {
+			return err
+		}
+		appFigs, err := benchApp(ctx, cluster, base, opts)
+		if err != nil {
+			return err
+		}
+		report = newReport(opts, all, httpFigs, appFigs, footprint)
 	}
-	base.Binary = leasehold
-	httpFigs, err := benchHTTP(ctx, cluster, base, opts.statusConns, opts.watchers, opts.changes, opts.statusLoad)
-	if err != nil {
-		return err
-	}
-	appFigs, err := benchApp(ctx, cluster, base, opts)
-	if err != nil {
-		return err
-	}
-	report := newReport(opts, all, httpFigs, appFigs)
 	fmt.Print(report.markdown(""))
 	if opts.out != "" {
 		return report.write(opts.out)
 	}
 	return nil
+}
+
+// footprintRun builds what the footprint section measures besides the two
+// implementations (net/http alone; leasehold at -footprint-ref) and runs
+// it.
+func footprintRun(ctx context.Context, cluster *kubetest.Cluster, base fleet.Config, dir, leasehold, baseline string, opts options) (footprintFigures, error) {
+	floor, err := fleet.BuildCommand(ctx, dir, "github.com/leasehold/leasehold/bench/nethttp")
+	if err != nil {
+		return footprintFigures{}, err
+	}
+	impls := []footprintImpl{
+		{name: "leasehold", binary: leasehold, pkg: "./cmd/sidecar"},
+		{name: "client-go LeaderElector", binary: baseline, pkg: "./bench/baseline"},
+	}
+	if opts.footprintGomemlimit != "" {
+		impls = append(impls, footprintImpl{
+			name: "leasehold, GOMEMLIMIT=" + opts.footprintGomemlimit, binary: leasehold, pkg: "./cmd/sidecar",
+			env: []string{"GOMEMLIMIT=" + opts.footprintGomemlimit},
+		})
+	}
+	if opts.footprintRef != "" {
+		ref, err := buildAt(ctx, dir, opts.footprintRef)
+		if err != nil {
+			return footprintFigures{}, err
+		}
+		impls = append(impls, ref)
+	}
+	impls = append(impls, opts.footprintExtra...)
+	return benchFootprint(ctx, cluster, base, impls, floor, opts)
 }
 
 // measure runs every election trial on one implementation, in a namespace

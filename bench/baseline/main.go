@@ -9,6 +9,13 @@
 //     its context is not yet cancelled;
 //   - GET /v1/leader[?wait=D] → 200 when leader, else 503 (after waiting up
 //     to D for leadership);
+//   - GET /v1/watch?index=N&wait=D, a blocking query like leasehold's: the
+//     status at once when its index differs from N, else when it changes or
+//     D has passed; with Accept: text/event-stream, Server-Sent Events (the
+//     status, then one event per change, a heartbeat comment every 15s).
+//     The index counts changes of leadership. It is written as a user would
+//     write it from net/http's documentation: a timer per long-poll, a
+//     timer and a ticker per stream;
 //   - GET /readyz, GET /metrics (leasehold_kube_requests_total) on the OPS
 //     address.
 //
@@ -22,12 +29,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -103,11 +113,14 @@ func run() error {
 	api := http.NewServeMux()
 	api.HandleFunc("GET /v1/status", state.handleStatus)
 	api.HandleFunc("GET /v1/leader", state.handleLeader)
+	api.HandleFunc("GET /v1/watch", state.handleWatch)
 	ops := http.NewServeMux()
 	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	ops.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	go http.Serve(apiListener, api) //nolint:errcheck // the process ends with Run
 	go http.Serve(opsListener, ops) //nolint:errcheck
+	// internal/fleet trusts /readyz only once the process has logged this.
+	fmt.Fprintf(os.Stderr, "baseline: leasehold started (api %s, ops %s)\n", apiListener.Addr(), opsListener.Addr())
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -125,6 +138,7 @@ type leaderState struct {
 
 	mu      sync.Mutex
 	leading bool
+	index   uint64        // changes of leading so far
 	changed chan struct{} // closed and replaced on every change
 }
 
@@ -133,6 +147,7 @@ func (s *leaderState) set(leading bool) {
 	defer s.mu.Unlock()
 	if s.leading != leading {
 		s.leading = leading
+		s.index++
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
@@ -148,15 +163,22 @@ type status struct {
 	Identity string `json:"identity"`
 	Leader   bool   `json:"leader"`
 	Holder   string `json:"holder"`
+	Index    uint64 `json:"index"`
 }
 
-func (s *leaderState) status() status {
-	leading, _ := s.get()
-	return status{Identity: s.identity, Leader: leading, Holder: s.elector.GetLeader()}
+// status returns the status and the channel closed on its next change.
+func (s *leaderState) status() (status, <-chan struct{}) {
+	s.mu.Lock()
+	st := status{Identity: s.identity, Leader: s.leading, Index: s.index}
+	changed := s.changed
+	s.mu.Unlock()
+	st.Holder = s.elector.GetLeader()
+	return st, changed
 }
 
 func (s *leaderState) handleStatus(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.status())
+	st, _ := s.status()
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *leaderState) handleLeader(w http.ResponseWriter, r *http.Request) {
@@ -172,10 +194,68 @@ func (s *leaderState) handleLeader(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	st := s.status()
+	st, _ := s.status()
 	code := http.StatusOK
 	if !st.Leader {
 		code = http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, st)
+}
+
+// handleWatch serves GET /v1/watch?index=N&wait=D (default 5m): a long-poll,
+// or Server-Sent Events with Accept: text/event-stream.
+func (s *leaderState) handleWatch(w http.ResponseWriter, r *http.Request) {
+	wait := 5 * time.Minute
+	if d, err := time.ParseDuration(r.URL.Query().Get("wait")); err == nil {
+		wait = d
+	}
+	st, changed := s.status()
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		s.stream(w, r, wait, st, changed)
+		return
+	}
+	if index, err := strconv.ParseUint(r.URL.Query().Get("index"), 10, 64); err == nil && index == st.Index {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-r.Context().Done():
+			return
+		}
+		st, _ = s.status()
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// stream sends the status, then one event per change and a heartbeat
+// comment every 15s, until wait has passed or the client leaves.
+func (s *leaderState) stream(w http.ResponseWriter, r *http.Request, wait time.Duration, st status, changed <-chan struct{}) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	heartbeat := time.NewTicker(15 * time.Second)
+	defer heartbeat.Stop()
+	rc := http.NewResponseController(w)
+	send := func(text string) bool {
+		_, err := fmt.Fprint(w, text)
+		return err == nil && rc.Flush() == nil
+	}
+	event := func(st status) string {
+		data, _ := json.Marshal(st)
+		return fmt.Sprintf("id: %d\nevent: status\ndata: %s\n\n", st.Index, data)
+	}
+	for ok := send(event(st)); ok; {
+		select {
+		case <-changed:
+			st, changed = s.status()
+			ok = send(event(st))
+		case <-heartbeat.C:
+			ok = send(": heartbeat\n\n")
+		case <-timer.C:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
 }

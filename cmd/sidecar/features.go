@@ -7,7 +7,8 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
@@ -45,9 +46,13 @@ func newProber(cfg config.AppHealth, elector *elect.Elector, registry prometheus
 // newLabeler builds the leader label: "true" on this Pod while it leads,
 // "false" otherwise, and stale "true" labels of other Pods of the same
 // election (the same Lease) cleared by the leader once per lease duration.
-func newLabeler(cfg config.Config, clientset kubernetes.Interface, elector *elect.Elector, registry prometheus.Registerer, log *slog.Logger) (*podlabel.Labeler, error) {
+func newLabeler(cfg config.Config, restConfig *rest.Config, elector *elect.Elector, registry prometheus.Registerer, log *slog.Logger) (*podlabel.Labeler, error) {
+	pods, err := corev1client.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
 	return podlabel.New(podlabel.Config{
-		Pods:           clientset.CoreV1(),
+		Pods:           pods,
 		Namespace:      cfg.Pod.Namespace,
 		PodName:        cfg.Pod.Name,
 		Key:            cfg.PodLabel,

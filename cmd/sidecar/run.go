@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
@@ -71,7 +71,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	clientset, err := kubernetes.NewForConfig(restConfig)
+	leases, err := coordinationv1client.NewForConfig(restConfig)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 			ReleaseOnStop:  cfg.ReleaseOnShutdown,
 			StartWithdrawn: cfg.AppHealth.Enabled(), // no term before the app was seen healthy
 		},
-		Leases:  clientset.CoordinationV1(),
+		Leases:  leases,
 		Logger:  log,
 		Metrics: elect.NewMetrics(registry),
 	})
@@ -109,7 +109,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	}
 	var labeler *podlabel.Labeler
 	if cfg.PodLabel != "" {
-		if labeler, err = newLabeler(cfg, clientset, elector, registry, log); err != nil {
+		if labeler, err = newLabeler(cfg, restConfig, elector, registry, log); err != nil {
 			return err
 		}
 	}
@@ -127,7 +127,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		return fmt.Errorf("LEASEHOLD_OPS_ADDR: %w", err)
 	}
 	apiServer := httpapi.NewHTTPServer(api.APIHandler())
-	opsServer := httpapi.NewHTTPServer(api.OpsHandler())
+	opsServer := httpapi.NewHTTPServer(withPprof(api.OpsHandler(), cfg.Pprof))
 
 	// One channel collects every reason to stop: a server or a background
 	// task failing. Signals arrive through signals.

@@ -106,6 +106,12 @@ type Config struct {
 	// locates that Pod; it is set only when PodLabel is.
 	PodLabel string
 	Pod      PodRef
+
+	// Pprof serves Go's profiles under /debug/pprof/ on the OPS listener
+	// (LEASEHOLD_PPROF, default false; parsed by strconv.ParseBool), for
+	// measuring the sidecar's own footprint: a profile costs CPU and memory
+	// while it is taken.
+	Pprof bool
 }
 
 // spec is what envconfig fills in. Field names map to variable names through
@@ -131,6 +137,7 @@ type spec struct {
 	AppHealthInterval         time.Duration `split_words:"true" default:"2s"`
 	AppHealthFailureThreshold int           `split_words:"true" default:"3"`
 	PodLabel                  string        `split_words:"true"`
+	Pprof                     bool
 }
 
 // Full variable names, as they appear in errors.
@@ -250,6 +257,7 @@ func (l Loader) Load() (Config, error) {
 		APIAddr:           s.APIAddr,
 		OpsAddr:           s.OpsAddr,
 		ReleaseOnShutdown: s.ReleaseOnShutdown,
+		Pprof:             s.Pprof,
 	}
 
 	// 1. Lease name.

@@ -21,7 +21,7 @@ func clearEnv(t *testing.T) {
 	names := []string{
 		"POD_NAME", "POD_NAMESPACE",
 		"LEASE_NAME", "LEASE_NAMESPACE", "IDENTITY", "LEASE_DURATION", "RENEW_DEADLINE",
-		"RETRY_PERIOD", "API_ADDR", "OPS_ADDR", "RELEASE_ON_SHUTDOWN", "LOG_LEVEL", "LOG_FORMAT",
+		"RETRY_PERIOD", "API_ADDR", "OPS_ADDR", "RELEASE_ON_SHUTDOWN", "LOG_LEVEL", "LOG_FORMAT", "PPROF",
 	}
 	for _, kv := range os.Environ() {
 		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, Prefix+"_") {
@@ -108,6 +108,7 @@ func TestAllVariablesHonored(t *testing.T) {
 		"LEASEHOLD_RELEASE_ON_SHUTDOWN": "false",
 		"LEASEHOLD_LOG_LEVEL":           "DEBUG",
 		"LEASEHOLD_LOG_FORMAT":          "Text",
+		"LEASEHOLD_PPROF":               "true",
 	})
 	c, err := testLoader(t).Load()
 	if err != nil {
@@ -125,6 +126,7 @@ func TestAllVariablesHonored(t *testing.T) {
 		ReleaseOnShutdown: false,
 		LogLevel:          slog.LevelDebug,
 		LogFormat:         "text",
+		Pprof:             true,
 	}
 	if c != want {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -140,13 +142,14 @@ func TestUnprefixedVariablesIgnored(t *testing.T) {
 		"IDENTITY", "",
 		"API_ADDR", "nonsense",
 		"RELEASE_ON_SHUTDOWN", "false",
+		"PPROF", "true",
 	))
 	c, err := testLoader(t).Load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.LeaseDuration != 15*time.Second || c.LogLevel != slog.LevelInfo || c.Identity != "host-1_abcd2345" ||
-		c.APIAddr != "127.0.0.1:4040" || !c.ReleaseOnShutdown {
+		c.APIAddr != "127.0.0.1:4040" || !c.ReleaseOnShutdown || c.Pprof {
 		t.Errorf("unprefixed variables leaked into %+v", c)
 	}
 }
@@ -209,6 +212,8 @@ func TestRules(t *testing.T) {
 			wantVar: "LEASEHOLD_RETRY_PERIOD", wantIn: []string{`""`}},
 		{name: "bool unparsable", env: with("LEASEHOLD_RELEASE_ON_SHUTDOWN", "yes please"),
 			wantVar: "LEASEHOLD_RELEASE_ON_SHUTDOWN", wantIn: []string{`"yes please"`}},
+		{name: "pprof unparsable", env: with("LEASEHOLD_PPROF", "on"),
+			wantVar: "LEASEHOLD_PPROF", wantIn: []string{`"on"`}},
 
 		// 1. Lease name.
 		{name: "lease name missing", env: map[string]string{"LEASEHOLD_LEASE_NAMESPACE": "default"},
