@@ -7,12 +7,12 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/podlabel"
 )
 
@@ -47,7 +47,7 @@ func newProber(cfg config.AppHealth, elector *elect.Elector, registry prometheus
 // "false" otherwise, and stale "true" labels of other Pods of the same
 // election (the same Lease) cleared by the leader once per lease duration.
 func newLabeler(cfg config.Config, restConfig *rest.Config, elector *elect.Elector, registry prometheus.Registerer, log *slog.Logger) (*podlabel.Labeler, error) {
-	pods, err := corev1client.NewForConfig(restConfig)
+	pods, err := kubeclient.NewPodClient(restConfig, cfg.Pod.Namespace)
 	if err != nil {
 		return nil, err
 	}

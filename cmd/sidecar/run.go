@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
@@ -71,7 +70,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	leases, err := coordinationv1client.NewForConfig(restConfig)
+	leases, err := kubeclient.NewLeaseClient(restConfig, cfg.LeaseNamespace)
 	if err != nil {
 		return err
 	}

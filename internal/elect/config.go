@@ -1,11 +1,14 @@
 package elect
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
 
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/elect/decide"
@@ -18,14 +21,27 @@ import (
 type Config struct {
 	decide.Config
 
-	// Leases reads and writes the Lease (a typed client-go client).
-	Leases coordinationv1client.LeasesGetter
+	// Leases reads and writes the Leases of the Lease's namespace: client-go's
+	// typed LeaseInterface, or kubeclient.NewLeaseClient's lean one.
+	Leases LeaseClient
 	// Clock is the time source; nil means the real clock. Tests step a fake.
 	Clock clock.WithTicker
 	// Logger receives the election's log lines; nil discards them.
 	Logger *slog.Logger
 	// Metrics receives the election's counters; nil means unregistered ones.
 	Metrics *Metrics
+}
+
+// LeaseClient is what the elector needs of a client of the Leases of one
+// namespace. client-go's typed LeaseInterface satisfies it; it is declared
+// here so that the elector does not import client-go's typed clients, whose
+// package registers every API group in client-go's scheme.
+type LeaseClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
+	Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
+	Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // validate checks c; the timing rules are the decision core's.

@@ -7,7 +7,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/leasehold/leasehold/internal/elect/decide"
 )
@@ -20,7 +19,7 @@ import (
 type driver struct {
 	*Elector
 	machine *decide.Machine
-	leases  coordinationv1client.LeaseInterface
+	leases  LeaseClient
 
 	results  chan decide.Result // capacity 1: a finished request never blocks
 	inflight sync.WaitGroup     // the request goroutine, if any
@@ -33,7 +32,7 @@ func newDriver(e *Elector, m *decide.Machine) *driver {
 	return &driver{
 		Elector: e,
 		machine: m,
-		leases:  e.cfg.Leases.Leases(e.cfg.Namespace),
+		leases:  e.cfg.Leases,
 		results: make(chan decide.Result, 1),
 		replies: map[uint64]chan decide.Reply{},
 	}

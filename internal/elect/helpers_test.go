@@ -109,7 +109,7 @@ func (f *fixture) start(identity string, opts ...option) *candidate {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	cfg.Leases = cs.CoordinationV1()
+	cfg.Leases = cs.CoordinationV1().Leases(cfg.Namespace)
 	cfg.Metrics = elect.NewMetrics(nil)
 	if c.Elector, err = elect.New(cfg); err != nil {
 		f.t.Fatal(err)

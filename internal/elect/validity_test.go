@@ -186,7 +186,7 @@ func fakeElection(t *testing.T, fakeClock *clocktesting.FakeClock, beforeUpdate 
 			Namespace: "ns", Name: "l", Identity: "a",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		},
-		Leases: cs.CoordinationV1(), Clock: fakeClock,
+		Leases: cs.CoordinationV1().Leases("ns"), Clock: fakeClock,
 	}
 	for _, c := range configure {
 		c(&cfg)

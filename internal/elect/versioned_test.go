@@ -125,7 +125,7 @@ func runOnFake(t *testing.T, v *versionedLeases) *elect.Elector {
 			Namespace: "ns", Name: "l", Identity: "a",
 			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 		},
-		Leases: v.cs.CoordinationV1(),
+		Leases: v.cs.CoordinationV1().Leases("ns"),
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 }

@@ -33,7 +33,7 @@ func (e *Elector) watchLease(ctx context.Context, out chan<- decide.Input) {
 			return false
 		}
 	}
-	leases := e.cfg.Leases.Leases(e.cfg.Namespace)
+	leases := e.cfg.Leases
 	selector := fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
 	backoff := e.cfg.RetryPeriod
 	for ctx.Err() == nil {

@@ -1,14 +1,17 @@
 package podlabel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/elect"
@@ -21,8 +24,9 @@ type Source interface {
 
 // Config describes the label and the Pod that carries it.
 type Config struct {
-	// Pods patches and lists Pods (a typed client-go client).
-	Pods corev1client.PodsGetter
+	// Pods patches and lists the Pods of Namespace: client-go's typed
+	// PodInterface, or kubeclient.NewPodClient's lean one.
+	Pods PodClient
 	// Namespace and PodName locate this sidecar's own Pod (POD_NAMESPACE and
 	// POD_NAME from the downward API). Cleanup lists Pods in Namespace.
 	Namespace, PodName string
@@ -93,3 +97,12 @@ func (c *Config) requestTimeout() time.Duration {
 
 // finalTimeout bounds the last write of false when Run's context ends.
 const finalTimeout = 2 * time.Second
+
+// PodClient is what the labeler needs of a client of the Pods of Namespace.
+// client-go's typed PodInterface satisfies it; it is declared here so that
+// the labeler does not import client-go's typed clients, whose package
+// registers every API group in client-go's scheme.
+type PodClient interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Pod, error)
+}

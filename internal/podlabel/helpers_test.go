@@ -288,12 +288,12 @@ func (f *fixture) startFor(lease, id, pod string, user *kubetest.User) *candidat
 			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 			ReleaseOnStop: true,
 		},
-		Leases: cs.CoordinationV1(), Logger: log,
+		Leases: cs.CoordinationV1().Leases(f.namespace), Logger: log,
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if c.labeler, err = New(Config{
-		Pods: cs.CoreV1(), Namespace: f.namespace, PodName: pod, Key: labelKey,
+		Pods: cs.CoreV1().Pods(f.namespace), Namespace: f.namespace, PodName: pod, Key: labelKey,
 		LeaseNamespace: f.namespace, LeaseName: lease, Source: c.elector,
 		RetryPeriod: retryPeriod, Resync: resync, Logger: log, Metrics: c.metrics,
 	}); err != nil {

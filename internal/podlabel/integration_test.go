@@ -288,7 +288,7 @@ func TestCleanupPatchIsConditionalOnTheListedVersion(t *testing.T) {
 	f := newFixture(t)
 	f.createPods("true", "other")
 	l, err := New(Config{
-		Pods: f.admin.CoreV1(), Namespace: f.namespace, PodName: "own", Key: labelKey,
+		Pods: f.admin.CoreV1().Pods(f.namespace), Namespace: f.namespace, PodName: "own", Key: labelKey,
 		LeaseNamespace: f.namespace, LeaseName: leaseName,
 		Source: publisherSource{elect.NewPublisher(elect.Snapshot{})}, RetryPeriod: retryPeriod, Resync: resync,
 	})
@@ -328,7 +328,7 @@ func TestMissingOwnPodIsLoggedAndRetried(t *testing.T) {
 	f := newFixture(t)
 	logs, m := &logBuffer{}, NewMetrics(nil)
 	l, err := New(Config{
-		Pods: f.admin.CoreV1(), Namespace: f.namespace, PodName: "late", Key: labelKey,
+		Pods: f.admin.CoreV1().Pods(f.namespace), Namespace: f.namespace, PodName: "late", Key: labelKey,
 		LeaseNamespace: f.namespace, LeaseName: leaseName,
 		Source: publisherSource{elect.NewPublisher(elect.Snapshot{})}, RetryPeriod: retryPeriod, Resync: resync,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), Metrics: m,

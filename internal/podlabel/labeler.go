@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/elect"
@@ -21,7 +20,7 @@ import (
 type Labeler struct {
 	cfg     Config
 	lease   string // the value of the election label LeaseKey
-	pods    corev1client.PodInterface
+	pods    PodClient
 	clock   clock.WithTicker
 	log     *slog.Logger
 	metrics *Metrics
@@ -41,7 +40,7 @@ func New(cfg Config) (*Labeler, error) {
 	l := &Labeler{
 		cfg:     cfg,
 		lease:   leaseValue(cfg.LeaseNamespace, cfg.LeaseName, cfg.Namespace),
-		pods:    cfg.Pods.Pods(cfg.Namespace),
+		pods:    cfg.Pods,
 		clock:   cfg.Clock,
 		log:     cfg.Logger,
 		metrics: cfg.Metrics,

@@ -122,7 +122,7 @@ func (e *unitEnv) failPatches(fail func(pod string) error) {
 func (e *unitEnv) start() {
 	e.t.Helper()
 	l, err := New(Config{
-		Pods: e.cs.CoreV1(), Namespace: unitNS, PodName: unitPod, Key: unitKey,
+		Pods: e.cs.CoreV1().Pods(unitNS), Namespace: unitNS, PodName: unitPod, Key: unitKey,
 		LeaseNamespace: unitNS, LeaseName: unitLease, Source: publisherSource{e.pub}, RetryPeriod: unitRetry, Resync: unitResync,
 		Clock: e.clock, Metrics: e.metrics,
 	})
@@ -551,7 +551,7 @@ func TestCleanupTouchesOnlyItsOwnElection(t *testing.T) {
 func TestNewRejectsBadConfig(t *testing.T) {
 	good := func() Config {
 		return Config{
-			Pods: fake.NewClientset().CoreV1(), Namespace: "ns", PodName: "p", Key: "leasehold.io/leader",
+			Pods: fake.NewClientset().CoreV1().Pods("ns"), Namespace: "ns", PodName: "p", Key: "leasehold.io/leader",
 			LeaseNamespace: "ns", LeaseName: "orders",
 			Source: publisherSource{elect.NewPublisher(elect.Snapshot{})}, RetryPeriod: time.Second, Resync: time.Second,
 		}
