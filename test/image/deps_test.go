@@ -59,7 +59,6 @@ func goListDeps(t *testing.T, pkg string) map[string][]string {
 	return deps
 }
 
-
 // importersOf lists the packages of deps that import pkg, sorted.
 func importersOf(deps map[string][]string, pkg string) []string {
 	var importers []string
