@@ -29,7 +29,7 @@ import (
 // configuration (default timings, no features on): binary size and linked
 // packages, RSS idle while leading, RSS added by open watchers, CPU while
 // leading, start-up time to readiness and GET /v1/status throughput. It
-// also measures net/http alone (bench/nethttp), the floor of the watchers'
+// also measures the floor (bench/floor: the product's libraries at rest, and net/http per watcher), the floor of the watchers'
 // cost, and profiles leasehold (LEASEHOLD_PPROF) to show where its memory
 // goes.
 
@@ -72,7 +72,7 @@ type implFootprint struct {
 	latencies   []time.Duration // every request of every round
 }
 
-// floorFigures are net/http's alone (bench/nethttp).
+// floorFigures are the floor program's (bench/floor): the product's libraries at rest, net/http per watcher.
 type floorFigures struct {
 	idle, withWatch []memSample
 	before, after   memstats // after two GCs, without and with the watchers
@@ -150,7 +150,7 @@ func benchFootprint(ctx context.Context, cluster *kubetest.Cluster, base fleet.C
 	}
 	floorCfg := cfg
 	floorCfg.Binary, floorCfg.Lease = floorBinary, "unused"
-	floor, err := floorCfg.Start(ctx, "nethttp", false)
+	floor, err := floorCfg.Start(ctx, "floor", false)
 	if err != nil {
 		return f, fmt.Errorf("net/http alone: %w", err)
 	}
@@ -501,7 +501,7 @@ func gcAndRead(ctx context.Context, inst *fleet.Instance, path string) (memstats
 	return m, nil
 }
 
-// floorMemstats reads bench/nethttp's runtime figures (after two GCs).
+// floorMemstats reads bench/floor's runtime figures (after two GCs).
 func floorMemstats(ctx context.Context, inst *fleet.Instance, m *memstats) error {
 	body, err := fetch(ctx, inst.OpsURL+"/memstats")
 	if err != nil {

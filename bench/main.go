@@ -181,7 +181,7 @@ func run(ctx context.Context, opts options) error {
 // implementations (net/http alone; leasehold at -footprint-ref) and runs
 // it.
 func footprintRun(ctx context.Context, cluster *kubetest.Cluster, base fleet.Config, dir, leasehold, baseline string, opts options) (footprintFigures, error) {
-	floor, err := fleet.BuildCommand(ctx, dir, "github.com/leasehold/leasehold/bench/nethttp")
+	floor, err := fleet.BuildCommand(ctx, dir, "github.com/leasehold/leasehold/bench/floor")
 	if err != nil {
 		return footprintFigures{}, err
 	}
