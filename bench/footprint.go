@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/leasehold/leasehold/internal/buildflags"
 	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/kubetest"
 )
@@ -640,7 +641,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // buildAt builds leasehold's sidecar as of git revision rev, with the same
-// flags as fleet.Build, for the footprint section's "before" column.
+// flags as fleet.Build (today's release flags, internal/buildflags), for
+// the footprint section's "before" column.
 func buildAt(ctx context.Context, dir, rev string) (footprintImpl, error) {
 	src := filepath.Join(dir, "src-"+rev)
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -665,9 +667,10 @@ func buildAt(ctx context.Context, dir, rev string) (footprintImpl, error) {
 		return footprintImpl{}, fmt.Errorf("tar: %w\n%s", err, stderr.Bytes())
 	}
 	bin := filepath.Join(dir, "leasehold-"+rev)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=test", "-o", bin, "./cmd/sidecar")
+	flags := buildflags.Release()
+	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"build"}, flags.Args("test"), []string{"-o", bin, "./cmd/sidecar"})...)
 	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), flags.Env()...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return footprintImpl{}, fmt.Errorf("go build at %s: %w\n%s", rev, err, out)
 	}

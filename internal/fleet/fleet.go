@@ -15,17 +15,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/buildflags"
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/kubetest"
 )
 
-// Build compiles cmd/sidecar into dir, with the Dockerfile's flags
-// (CGO_ENABLED=0 -trimpath: a static binary), and returns the binary's
-// path. Tests run what ships. It must run inside the leasehold module.
+// Build compiles cmd/sidecar into dir, with the release build flags
+// (internal/buildflags: the Dockerfile's, GoReleaser's and make build's;
+// CGO_ENABLED=0 -trimpath: a static binary) and the version "test", and
+// returns the binary's path. Tests run what ships. It must run inside the
+// leasehold module.
 func Build(ctx context.Context, dir string) (string, error) {
 	return BuildCommand(ctx, dir, "github.com/leasehold/leasehold/cmd/sidecar")
 }
@@ -34,8 +38,9 @@ func Build(ctx context.Context, dir string) (string, error) {
 // returns the binary's path (named after the package's last element).
 func BuildCommand(ctx context.Context, dir, pkg string) (string, error) {
 	bin := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=test", "-o", bin, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	flags := buildflags.Release()
+	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"build"}, flags.Args("test"), []string{"-o", bin, pkg})...)
+	cmd.Env = append(os.Environ(), flags.Env()...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}

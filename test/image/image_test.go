@@ -12,7 +12,6 @@ import (
 	"debug/buildinfo"
 	"debug/elf"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,8 +37,12 @@ import (
 // nonroot is distroless's nonroot user and group.
 const nonroot = 65532
 
-// version is what the test stamps through the Dockerfile's VERSION build argument.
-const version = "v0.0.0-imagetest"
+// version and revision are what the test passes as the Dockerfile's VERSION
+// and REVISION build arguments.
+const (
+	version  = "v0.0.0-imagetest"
+	revision = "0123456789abcdef0123456789abcdef01234567"
+)
 
 var (
 	cluster *kubetest.Cluster
@@ -55,7 +59,10 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if docker, err = parseDockerfile(filepath.Join(root, "Dockerfile")); err != nil {
+	// The build arguments of `make image`, and those BuildKit sets for the
+	// platform the tests run the binary on.
+	buildArgs := map[string]string{"VERSION": version, "REVISION": revision, "TARGETOS": "linux", "TARGETARCH": runtime.GOARCH}
+	if docker, err = parseDockerfile(root, "Dockerfile", buildArgs); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -70,162 +77,6 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	return kubetest.Main(m, &cluster)
-}
-
-// dockerfile is what the tests read from the Dockerfile.
-type dockerfile struct {
-	args       map[string]string // ARG defaults
-	buildEnv   []string          // NAME=value before `go build` on the build line
-	buildArgs  []string          // the arguments of `go build`, variables unexpanded
-	finalFrom  string            // the last FROM
-	finalUser  string            // the last USER
-	entrypoint string            // the last ENTRYPOINT, as written
-	copies     []string          // COPY lines of the final stage
-	final      []string          // every instruction of the final stage
-}
-
-// parseDockerfile reads instructions (joining continuation lines) and picks
-// out the build line: the RUN that calls `go build`.
-func parseDockerfile(path string) (dockerfile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return dockerfile{}, err
-	}
-	d := dockerfile{args: map[string]string{}}
-	text := strings.ReplaceAll(string(data), "\\\n", " ")
-	builds := 0
-	for line := range strings.Lines(text) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		instr, rest, _ := strings.Cut(line, " ")
-		rest = strings.TrimSpace(rest)
-		switch strings.ToUpper(instr) {
-		case "FROM":
-			d.finalFrom, d.final, d.copies = strings.Fields(rest)[0], nil, nil
-		case "ARG":
-			if name, value, ok := strings.Cut(rest, "="); ok {
-				d.args[name] = value
-			}
-		case "USER":
-			d.finalUser = rest
-		case "ENTRYPOINT":
-			d.entrypoint = rest
-		case "COPY":
-			d.copies = append(d.copies, rest)
-		case "RUN":
-			words, err := shellWords(rest)
-			if err != nil {
-				return d, fmt.Errorf("Dockerfile: %q: %w", line, err)
-			}
-			i := 0
-			for i < len(words) && regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`).MatchString(words[i]) {
-				i++
-			}
-			if len(words) > i+1 && words[i] == "go" && words[i+1] == "build" {
-				d.buildEnv, d.buildArgs = words[:i], words[i+2:]
-				builds++
-			}
-		}
-		d.final = append(d.final, line)
-	}
-	if builds != 1 {
-		return d, fmt.Errorf("Dockerfile: %d RUN lines call `go build`, want exactly 1", builds)
-	}
-	return d, nil
-}
-
-// shellWords splits a shell command line into words, honouring single and
-// double quotes (enough for a Dockerfile's RUN line; no globbing, no
-// command substitution, which the test rejects).
-func shellWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	var quote rune
-	for _, r := range s {
-		switch {
-		case quote != 0 && r == quote:
-			quote = 0
-		case quote != 0:
-			cur.WriteRune(r)
-		case r == '"' || r == '\'':
-			quote, inWord = r, true
-		case r == ' ' || r == '\t':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case strings.ContainsRune("`;&|<>()*?", r):
-			return nil, fmt.Errorf("unsupported shell syntax %q", r)
-		default:
-			cur.WriteRune(r)
-			inWord = true
-		}
-	}
-	if quote != 0 {
-		return nil, errors.New("unterminated quote")
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
-}
-
-// expand replaces ${NAME} and $NAME with the build argument's value: the
-// VERSION the test stamps, else the ARG default.
-func (d dockerfile) expand(word string) string {
-	return os.Expand(word, func(name string) string {
-		if name == "VERSION" {
-			return version
-		}
-		return d.args[name]
-	})
-}
-
-// build runs the Dockerfile's build line in the module root (its COPYs put
-// go.mod, cmd/ and internal/ in WORKDIR), with its environment and
-// arguments, writing the binary to out instead of its -o path.
-func (d dockerfile) build(ctx context.Context, out string) (string, error) {
-	args := make([]string, 0, len(d.buildArgs))
-	for i := 0; i < len(d.buildArgs); i++ {
-		a := d.expand(d.buildArgs[i])
-		if a == "-o" && i+1 < len(d.buildArgs) {
-			args = append(args, "-o", out)
-			i++
-			continue
-		}
-		args = append(args, a)
-	}
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build"}, args...)...)
-	cmd.Dir = root
-	cmd.Env = os.Environ()
-	for _, e := range d.buildEnv {
-		cmd.Env = append(cmd.Env, d.expand(e))
-	}
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s (the Dockerfile's build line): %w\n%s", strings.Join(args, " "), err, output)
-	}
-	return out, nil
-}
-
-// flag returns the value of a go build flag (-name value or -name=value;
-// "true" for the boolean flags), and whether it is present.
-func (d dockerfile) flag(name string) (string, bool) {
-	boolean := map[string]bool{"-trimpath": true, "-a": true, "-race": true, "-v": true, "-x": true, "-n": true, "-buildvcs": true}
-	for i, a := range d.buildArgs {
-		switch {
-		case a == name && boolean[name]:
-			return "true", true
-		case a == name && i+1 < len(d.buildArgs):
-			return d.expand(d.buildArgs[i+1]), true
-		case strings.HasPrefix(a, name+"="):
-			return d.expand(strings.TrimPrefix(a, name+"=")), true
-		}
-	}
-	return "", false
 }
 
 // The Dockerfile builds a static, path-free, version-stamped binary and
