@@ -18,6 +18,47 @@ HELM_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "helm.sh/helm/
 HELM_BIN     := $(CURDIR)/.cache/helm/$(HELM_VERSION)/helm
 export LEASEHOLD_HELM := $(HELM_BIN)
 
+# Release engineering (issue 14). VERSION is `git describe --tags --always
+# --dirty`: v1.2.3 at a release tag, v1.2.3-4-gabc1234-dirty after one. The
+# binary (-X main.version) and the image's version label carry it as is; the
+# image tag and the chart's appVersion drop the leading v (1.2.3, as in
+# GoReleaser's .Version); the chart's version is that SemVer, or
+# 0.0.0-g<commit> before the first tag.
+ifndef VERSION
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+endif
+ifndef REVISION
+REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+endif
+IMAGE_TAG     := $(patsubst v%,%,$(VERSION))
+CHART_VERSION := $(if $(shell echo '$(IMAGE_TAG)' | grep -E '^[0-9]+\.[0-9]+\.[0-9]+'),$(IMAGE_TAG),0.0.0-g$(IMAGE_TAG))
+
+# The release build flags: their one definition is BUILD_FLAGS_FILE, which the
+# Dockerfile, .goreleaser.yaml and internal/fleet (the binary the tests run)
+# read too. make build uses them with the version stamped.
+BUILD_FLAGS_FILE := internal/buildflags/flags.env
+build_flag        = $(shell sed -n 's/^$(1)=//p' $(BUILD_FLAGS_FILE) | tr -d "'")
+BUILD_CGO_ENABLED := $(call build_flag,BUILD_CGO_ENABLED)
+BUILD_FLAGS       := $(call build_flag,BUILD_FLAGS)
+BUILD_LDFLAGS     := $(call build_flag,BUILD_LDFLAGS) -X main.version=$(VERSION)
+
+# GoReleaser and staticcheck are built from the Go module proxy in their own
+# tools modules (hack/goreleaser, hack/staticcheck) and cached by version,
+# like helm.
+GORELEASER_VERSION  := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "github.com/goreleaser/goreleaser/v2") {print $$(i+1); exit}}' hack/goreleaser/go.mod)
+GORELEASER_BIN      := $(CURDIR)/.cache/goreleaser/$(GORELEASER_VERSION)/goreleaser
+STATICCHECK_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "honnef.co/go/tools") {print $$(i+1); exit}}' hack/staticcheck/go.mod)
+STATICCHECK_BIN     := $(CURDIR)/.cache/staticcheck/$(STATICCHECK_VERSION)/staticcheck
+# GoReleaser reads the git state (git describe, the commit and its time) and
+# fails on a clone without a remote (as CI may check out); such a clone
+# gets the project's URL as origin, in GoReleaser's environment only.
+GORELEASER_ENV := $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/leasehold/leasehold.git)
+# Every Go module of the repository: the product's and each tools module.
+GO_MODULES := . $(patsubst %/go.mod,%,$(wildcard hack/*/go.mod))
+
+.DEFAULT_GOAL := help
+.PHONY: help build lint staticcheck-bin goreleaser-bin release-check release-snapshot chart
+
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
 .PHONY: demo test unit sim vet kube-bins helm-bin chart-test kube bench bench-footprint image e2e-soak check-no-leftovers
@@ -44,6 +85,7 @@ kube-bins: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd
 	@ln -sfn $(KUBE_VERSION) .cache/kube/current
 
 $(KUBE_ASSETS)/kube-apiserver:
+	@echo "Building kube-apiserver $(KUBE_VERSION) (hack/kube, from the Go module proxy) for the integration tests: about 12 minutes on 2 cores, once per version."
 	@mkdir -p $(KUBE_ASSETS)
 	cd hack/kube && go build -ldflags '$(KUBE_LDFLAGS)' -o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver
 	mv $@.tmp $@
@@ -90,10 +132,10 @@ e2e-soak: kube-bins
 kube: kube-bins
 	go run ./hack/localkube
 
-## image: the container image (needs a Docker engine; CI tests the same binary without one).
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+## image: the container image, for the build machine's platform (needs a Docker engine; CI tests the same binary without one).
+## Other platforms cross-compile, without emulation: docker buildx build --platform linux/arm64 with the same build arguments.
 image:
-	docker build --build-arg VERSION=$(VERSION) -t leasehold:$(VERSION) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t leasehold:$(IMAGE_TAG) .
 
 ## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 15 minutes).
 bench: kube-bins
@@ -104,6 +146,65 @@ bench: kube-bins
 FOOTPRINT_REF ?= 3f4e413
 bench-footprint: kube-bins
 	go run ./bench -only footprint -footprint-ref $(FOOTPRINT_REF) -footprint-gomemlimit 24MiB -out docs/benchmarks.md $(BENCH_FLAGS)
+
+## help: list the targets and what they do (the default target; from the Makefile's `## target:` comments).
+help:
+	@echo "leasehold: make <target> (VERSION=$(VERSION))"
+	@awk '/^## [A-Za-z0-9_.-]+:/ { t = $$2; sub(/:$$/, "", t); sub(/^## [^:]+: */, ""); printf "  %-18s %s\n", t, $$0; next } \
+	     /^## / && t != "" { sub(/^## /, ""); printf "  %-18s %s\n", "", $$0; next } { t = "" }' $(MAKEFILE_LIST)
+
+## build: the leasehold binary, into bin/leasehold, with the release flags (internal/buildflags/flags.env) and VERSION stamped.
+build:
+	CGO_ENABLED=$(BUILD_CGO_ENABLED) go build $(BUILD_FLAGS) -ldflags '$(BUILD_LDFLAGS)' -o bin/leasehold ./cmd/sidecar
+
+## lint: gofmt (no diffs), go vet, staticcheck, go mod tidy -diff for every module (the product's and hack/*), helm lint on the chart.
+lint: staticcheck-bin helm-bin
+	@echo "gofmt -l"; files=$$(gofmt -l $$(find . -name '*.go' -not -path './.cache/*' -not -path './dist/*')); \
+		if [ -n "$$files" ]; then echo "not gofmt'ed (run gofmt -w):"; echo "$$files"; exit 1; fi
+	@$(MAKE) --no-print-directory vet
+	$(STATICCHECK_BIN) ./...
+	@for m in $(GO_MODULES); do echo "go mod tidy -diff ($$m)"; (cd $$m && go mod tidy -diff) || exit 1; done
+	$(HELM_BIN) lint --strict charts/leasehold
+
+staticcheck-bin: $(STATICCHECK_BIN)
+
+$(STATICCHECK_BIN):
+	@mkdir -p $(dir $@)
+	cd hack/staticcheck && go build -trimpath -o $@.tmp honnef.co/go/tools/cmd/staticcheck
+	mv $@.tmp $@
+
+## goreleaser-bin: build GoReleaser once per version (about 5 minutes cold on 2 cores).
+goreleaser-bin: $(GORELEASER_BIN)
+
+$(GORELEASER_BIN):
+	@echo "Building GoReleaser $(GORELEASER_VERSION) (hack/goreleaser, from the Go module proxy): about 5 minutes on 2 cores, once per version."
+	@mkdir -p $(dir $@)
+	cd hack/goreleaser && go build -trimpath -ldflags "-s -w -X main.version=$(GORELEASER_VERSION) -X main.treeState=clean -X main.builtBy=leasehold-make" \
+		-o $@.tmp github.com/goreleaser/goreleaser/v2
+	mv $@.tmp $@
+
+## release-check: goreleaser check: .goreleaser.yaml is valid for this GoReleaser, with nothing deprecated.
+release-check: goreleaser-bin
+	$(GORELEASER_BIN) check
+
+## release-snapshot: a release without publishing: goreleaser release --snapshot (static linux/amd64 and linux/arm64 binaries,
+## archives and checksums in dist/), each binary checked, and the chart packaged (make chart).
+release-snapshot: release-check
+	$(GORELEASER_ENV) $(GORELEASER_BIN) release --snapshot --clean --skip=publish
+	@version=$$(git describe --tags --always --dirty) && for bin in dist/leasehold_linux_*/leasehold; do \
+		info=$$(go version -m $$bin) || exit 1; \
+		if ! grep -q 'CGO_ENABLED=0' <<<"$$info" || ! grep -q -- '-trimpath=true' <<<"$$info" || ! grep -qaF -- "$$version" $$bin; then \
+			echo "$$bin: want CGO_ENABLED=0, -trimpath and the version $$version"; echo "$$info"; exit 1; \
+		fi; \
+		echo "$$bin: $$(awk '$$2 ~ /^GOARCH=/ {print $$2}' <<<"$$info"), CGO_ENABLED=0, -trimpath, version $$version"; \
+	done
+	cd dist && sha256sum -c checksums.txt
+	@$(MAKE) --no-print-directory chart
+
+## chart: package the Helm chart into dist/, its version and appVersion stamped from VERSION (see CHART_VERSION).
+chart: helm-bin
+	@mkdir -p dist
+	$(HELM_BIN) package charts/leasehold --version $(CHART_VERSION) --app-version $(IMAGE_TAG) --destination dist
 
 # The harness must never leave an etcd or kube-apiserver behind.
 check-no-leftovers:

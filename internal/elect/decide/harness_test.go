@@ -157,9 +157,6 @@ func (h *harness) runUntil(end time.Time) {
 	h.feed(Tick{})
 }
 
-// since is the time elapsed since the harness started.
-func (h *harness) since() time.Duration { return h.now.Sub(h.start) }
-
 // leading reports whether the Machine holds a valid term now.
 func (h *harness) leading() bool {
 	r := h.last.Report

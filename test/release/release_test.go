@@ -1,0 +1,366 @@
+// Package release_test checks the release engineering that CI cannot run
+// for real: that the Makefile, .goreleaser.yaml and the chart stamp one
+// version and build with the one definition of the build flags
+// (internal/buildflags/flags.env), that `make help` lists every documented
+// target, and the license and changelog. The Dockerfile's side is in
+// test/image; `make release-snapshot` (in CI) runs GoReleaser itself.
+package release_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"text/template"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/leasehold/leasehold/internal/buildflags"
+)
+
+var root = func() string {
+	dir, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		panic(err)
+	}
+	return dir
+}()
+
+// semver is SemVer 2.0.0's own regular expression (semver.org), which Helm
+// requires of a chart's version.
+var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+
+// makeDryRun prints the commands `make args…` would run, without running
+// them.
+func makeDryRun(t *testing.T, args ...string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "-n"}, args...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make -n %v: %v\n%s", args, err, stderr.Bytes())
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// command returns the line of lines that runs prog (its first word after
+// NAME=value assignments), split into words (single quotes honoured).
+func command(t *testing.T, lines []string, prog string) []string {
+	t.Helper()
+	for _, line := range lines {
+		words := splitWords(line)
+		i := 0
+		for i < len(words) && strings.Contains(words[i], "=") && !strings.HasPrefix(words[i], "-") {
+			i++
+		}
+		if i < len(words) && (words[i] == prog || filepath.Base(words[i]) == prog) {
+			return words
+		}
+	}
+	t.Fatalf("no %s command in %q", prog, lines)
+	return nil
+}
+
+// splitWords splits a command line made by make into words; single quotes
+// group (enough for the recipes checked here).
+func splitWords(s string) []string {
+	var words []string
+	var cur strings.Builder
+	in, quoted := false, false
+	for _, r := range s {
+		switch {
+		case r == '\'':
+			quoted, in = !quoted, true
+		case (r == ' ' || r == '\t') && !quoted:
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// make build builds bin/leasehold from cmd/sidecar with the release flags
+// and the version it is given.
+func TestMakeBuildUsesTheReleaseFlags(t *testing.T) {
+	const v = "v9.8.7-6-gabcdef0-dirty"
+	words := command(t, makeDryRun(t, "build", "VERSION="+v), "go")
+	f := buildflags.Release()
+	want := slices.Concat(f.Env(), []string{"go", "build"}, f.Args(v), []string{"-o", "bin/leasehold", "./cmd/sidecar"})
+	if !slices.Equal(words, want) {
+		t.Errorf("make build runs %q, want %q (%s)", words, want, buildflags.File)
+	}
+}
+
+// make image passes the version and the commit (the image's labels) and
+// tags the image with the version without its v, as the chart's appVersion.
+func TestMakeImageStampsVersionAndRevision(t *testing.T) {
+	words := command(t, makeDryRun(t, "image", "VERSION=v1.2.3", "REVISION=0123abc"), "docker")
+	line := strings.Join(words, " ")
+	for _, want := range []string{"--build-arg VERSION=v1.2.3", "--build-arg REVISION=0123abc", "-t leasehold:1.2.3"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("make image runs %q: want %q", line, want)
+		}
+	}
+}
+
+// make chart packages the chart with a SemVer version and the image tag as
+// appVersion (the default image tag), from any git describe output.
+func TestMakeChartStampsTheVersion(t *testing.T) {
+	for version, want := range map[string][2]string{
+		"v1.2.3":                  {"1.2.3", "1.2.3"},
+		"v1.2.3-rc.1":             {"1.2.3-rc.1", "1.2.3-rc.1"},
+		"v1.2.3-4-gabcdef0-dirty": {"1.2.3-4-gabcdef0-dirty", "1.2.3-4-gabcdef0-dirty"},
+		"abcdef0":                 {"0.0.0-gabcdef0", "abcdef0"},
+		"0123456-dirty":           {"0.0.0-g0123456-dirty", "0123456-dirty"},
+	} {
+		words := command(t, makeDryRun(t, "chart", "VERSION="+version), "helm")
+		line := strings.Join(words, " ")
+		if !strings.Contains(line, "package charts/leasehold --version "+want[0]+" --app-version "+want[1]+" ") {
+			t.Errorf("VERSION=%s: make chart runs %q, want --version %s --app-version %s", version, line, want[0], want[1])
+		}
+		if !semver.MatchString(want[0]) {
+			t.Errorf("VERSION=%s: chart version %s is not SemVer", version, want[0])
+		}
+	}
+}
+
+// goreleaserConfig is what the test reads of .goreleaser.yaml.
+type goreleaserConfig struct {
+	Version     int    `json:"version"`
+	ProjectName string `json:"project_name"`
+	Builds      []struct {
+		ID      string   `json:"id"`
+		Main    string   `json:"main"`
+		Binary  string   `json:"binary"`
+		Goos    []string `json:"goos"`
+		Goarch  []string `json:"goarch"`
+		Env     []string `json:"env"`
+		Flags   []string `json:"flags"`
+		Ldflags []string `json:"ldflags"`
+	} `json:"builds"`
+	Archives []struct {
+		Formats []string `json:"formats"`
+		Files   []string `json:"files"`
+	} `json:"archives"`
+	Checksum struct {
+		NameTemplate string `json:"name_template"`
+		Algorithm    string `json:"algorithm"`
+	} `json:"checksum"`
+}
+
+// goreleaserTemplate evaluates a GoReleaser template with the functions the
+// configuration uses, as GoReleaser defines them (internal/tmpl), and
+// .Summary, the output of git describe --tags --always --dirty.
+func goreleaserTemplate(t *testing.T, text, summary string) string {
+	t.Helper()
+	tmpl, err := template.New("goreleaser").Option("missingkey=error").Funcs(template.FuncMap{
+		"mustReadFile": func(path string) (string, error) {
+			data, err := os.ReadFile(filepath.Join(root, path))
+			return strings.TrimSpace(string(data)), err
+		},
+		"filter": func(content, exp string) (string, error) {
+			re, err := regexp.CompilePOSIX(exp)
+			if err != nil {
+				return "", err
+			}
+			var lines []string
+			for line := range strings.SplitSeq(content, "\n") {
+				if re.MatchString(line) {
+					lines = append(lines, line)
+				}
+			}
+			return strings.Join(lines, "\n"), nil
+		},
+		"trimprefix":   strings.TrimPrefix,
+		"replace":      strings.ReplaceAll,
+		"envOrDefault": func(name, def string) string { return def },
+	}).Parse(text)
+	if err != nil {
+		t.Fatalf("template %q: %v", text, err)
+	}
+	var out strings.Builder
+	if err := tmpl.Execute(&out, map[string]string{"Summary": summary}); err != nil {
+		t.Fatalf("template %q: %v", text, err)
+	}
+	return out.String()
+}
+
+// GoReleaser builds the leasehold binary for linux/amd64 and linux/arm64
+// with the release flags read from flags.env and the version of git
+// describe, archives it with the license, and writes SHA-256 checksums.
+func TestGoReleaserBuildsWithTheReleaseFlags(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c goreleaserConfig
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Version != 2 {
+		t.Errorf("version: %d, want 2 (GoReleaser's current configuration schema)", c.Version)
+	}
+	if len(c.Builds) != 1 {
+		t.Fatalf("%d builds, want 1", len(c.Builds))
+	}
+	b := c.Builds[0]
+	if b.Main != "./cmd/sidecar" || b.Binary != "leasehold" {
+		t.Errorf("build main %q binary %q, want ./cmd/sidecar as leasehold", b.Main, b.Binary)
+	}
+	if !slices.Equal(b.Goos, []string{"linux"}) || !slices.Equal(b.Goarch, []string{"amd64", "arm64"}) {
+		t.Errorf("build targets %v × %v, want linux × amd64, arm64", b.Goos, b.Goarch)
+	}
+	if len(b.Flags) != 0 {
+		t.Errorf("build flags %q: want none but those of %s (through GOFLAGS)", b.Flags, buildflags.File)
+	}
+
+	const summary = "v9.8.7-6-gabcdef0-dirty"
+	f := buildflags.Release()
+	env := map[string]string{}
+	for _, e := range b.Env {
+		if !strings.Contains(e, buildflags.File) {
+			t.Errorf("build env %q: want it read from %s", e, buildflags.File)
+		}
+		name, value, _ := strings.Cut(goreleaserTemplate(t, e, summary), "=")
+		env[name] = value
+	}
+	if env["CGO_ENABLED"] != f.CGOEnabled {
+		t.Errorf("build env CGO_ENABLED=%q, want %q", env["CGO_ENABLED"], f.CGOEnabled)
+	}
+	if flags := strings.Fields(env["GOFLAGS"]); !slices.Equal(flags, f.Flags) {
+		t.Errorf("build env GOFLAGS=%q, want %q", env["GOFLAGS"], f.Flags)
+	}
+	var ldflags []string
+	if !slices.ContainsFunc(b.Ldflags, func(l string) bool { return strings.Contains(l, buildflags.File) }) {
+		t.Errorf("build ldflags %q: want them read from %s", b.Ldflags, buildflags.File)
+	}
+	for _, l := range b.Ldflags {
+		ldflags = append(ldflags, goreleaserTemplate(t, l, summary))
+	}
+	if got, want := strings.Join(ldflags, " "), f.LDFlagsFor(summary); got != want {
+		t.Errorf("build ldflags %q, want %q (%s, the version of git describe)", got, want, buildflags.File)
+	}
+
+	if len(c.Archives) != 1 || !slices.Contains(c.Archives[0].Files, "LICENSE") {
+		t.Errorf("archives %+v: want one, with the LICENSE", c.Archives)
+	}
+	if c.Checksum.Algorithm != "sha256" || c.Checksum.NameTemplate == "" {
+		t.Errorf("checksum %+v: want SHA-256 checksums", c.Checksum)
+	}
+}
+
+// The version git describe gives at a release tag vX.Y.Z is the one the
+// chart and the changelog name: Chart.yaml's version and appVersion are
+// X.Y.Z and CHANGELOG.md has a section for it. Between releases, Chart.yaml
+// names the next release.
+func TestReleaseTagMatchesChartAndChangelog(t *testing.T) {
+	var chart struct{ Version, AppVersion string }
+	data, err := os.ReadFile(filepath.Join(root, "charts", "leasehold", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	if !semver.MatchString(chart.Version) {
+		t.Errorf("Chart.yaml version %q is not SemVer", chart.Version)
+	}
+	changelog, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(changelog, []byte("\n## [Unreleased]\n")) {
+		t.Errorf("CHANGELOG.md has no ## [Unreleased] section (Keep a Changelog)")
+	}
+
+	cmd := exec.Command("git", "describe", "--tags", "--exact-match", "--match", "v[0-9]*")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		t.Logf("not at a release tag: Chart.yaml names the next release, %s (appVersion %s)", chart.Version, chart.AppVersion)
+		return
+	case err != nil:
+		t.Skipf("git: %v", err)
+	}
+	tag := strings.TrimSpace(string(out))
+	want := strings.TrimPrefix(tag, "v")
+	if chart.Version != want || chart.AppVersion != want {
+		t.Errorf("at tag %s, Chart.yaml has version %s appVersion %s, want %s for both", tag, chart.Version, chart.AppVersion, want)
+	}
+	if !bytes.Contains(changelog, []byte("\n## ["+want+"]")) {
+		t.Errorf("at tag %s, CHANGELOG.md has no ## [%s] section", tag, want)
+	}
+}
+
+// LICENSE is the Apache License 2.0, verbatim: the text at
+// https://www.apache.org/licenses/LICENSE-2.0.txt (its SHA-256), which
+// tools such as GitHub's licensee recognise.
+func TestLicenseIsTheApacheLicense(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30" {
+		t.Errorf("LICENSE: SHA-256 %s, want the Apache License 2.0 verbatim", got)
+	}
+}
+
+// make with no target prints the help, which lists every target documented
+// by a `## target:` comment (their one source), each of them a real target.
+func TestHelpListsEveryDocumentedTarget(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	cmd := exec.Command("make", "--no-print-directory")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make: %v\n%s", err, out)
+	}
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := regexp.MustCompile(`(?m)^## ([A-Za-z0-9_.-]+):`).FindAllStringSubmatch(string(makefile), -1)
+	if len(documented) < 10 {
+		t.Fatalf("%d documented targets in the Makefile", len(documented))
+	}
+	for _, m := range documented {
+		name := m[1]
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(name) + ` `).Match(out) {
+			t.Errorf("make help does not list %s:\n%s", name, out)
+		}
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `:`).Match(makefile) {
+			t.Errorf("## %s: documents no target", name)
+		}
+	}
+	for _, name := range []string{"help", "build", "unit", "lint", "test"} {
+		if !regexp.MustCompile(`(?m)^  ` + name + ` `).Match(out) {
+			t.Errorf("make help does not list %s", name)
+		}
+	}
+}
