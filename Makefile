@@ -31,7 +31,7 @@ ifndef REVISION
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 endif
 IMAGE_TAG     := $(patsubst v%,%,$(VERSION))
-CHART_VERSION := $(if $(shell echo '$(IMAGE_TAG)' | grep -E '^[0-9]+\.[0-9]+\.[0-9]+'),$(IMAGE_TAG),0.0.0-g$(IMAGE_TAG))
+CHART_VERSION  = $(if $(shell echo '$(IMAGE_TAG)' | grep -E '^[0-9]+\.[0-9]+\.[0-9]+'),$(IMAGE_TAG),0.0.0-g$(IMAGE_TAG))
 
 # The release build flags: their one definition is BUILD_FLAGS_FILE, which the
 # Dockerfile, .goreleaser.yaml and internal/fleet (the binary the tests run)
@@ -52,7 +52,7 @@ STATICCHECK_BIN     := $(CURDIR)/.cache/staticcheck/$(STATICCHECK_VERSION)/stati
 # GoReleaser reads the git state (git describe, the commit and its time) and
 # fails on a clone without a remote (as CI may check out); such a clone
 # gets the project's URL as origin, in GoReleaser's environment only.
-GORELEASER_ENV := $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/leasehold/leasehold.git)
+GORELEASER_ENV  = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/leasehold/leasehold.git)
 # Every Go module of the repository: the product's and each tools module.
 GO_MODULES := . $(patsubst %/go.mod,%,$(wildcard hack/*/go.mod))
 

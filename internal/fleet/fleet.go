@@ -25,19 +25,22 @@ import (
 	"github.com/leasehold/leasehold/internal/kubetest"
 )
 
-// Build compiles cmd/sidecar into dir, with the release build flags
-// (internal/buildflags: the Dockerfile's, GoReleaser's and make build's;
-// CGO_ENABLED=0 -trimpath: a static binary) and the version "test", and
-// returns the binary's path. Tests run what ships. It must run inside the
-// leasehold module.
+// Build compiles cmd/sidecar into dir as leasehold, the name it ships
+// under, with the release build flags (internal/buildflags: the
+// Dockerfile's, GoReleaser's and make build's; CGO_ENABLED=0 -trimpath: a
+// static binary) and the version "test", and returns the binary's path.
+// Tests run what ships. It must run inside the leasehold module.
 func Build(ctx context.Context, dir string) (string, error) {
-	return BuildCommand(ctx, dir, "github.com/leasehold/leasehold/cmd/sidecar")
+	return build(ctx, filepath.Join(dir, "leasehold"), "github.com/leasehold/leasehold/cmd/sidecar")
 }
 
 // BuildCommand compiles the main package pkg into dir the same way, and
 // returns the binary's path (named after the package's last element).
 func BuildCommand(ctx context.Context, dir, pkg string) (string, error) {
-	bin := filepath.Join(dir, filepath.Base(pkg))
+	return build(ctx, filepath.Join(dir, filepath.Base(pkg)), pkg)
+}
+
+func build(ctx context.Context, bin, pkg string) (string, error) {
 	flags := buildflags.Release()
 	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"build"}, flags.Args("test"), []string{"-o", bin, pkg})...)
 	cmd.Env = append(os.Environ(), flags.Env()...)
