@@ -30,13 +30,16 @@
 //     first). EndBlockingRequests, called once the election has stopped,
 //     ends every blocking request promptly; from then on a request that
 //     would wait is answered at once with 503, Retry-After (whole seconds)
-//     and {"error": ...}, while one whose answer is ready (the client has
-//     not seen the current state) still gets that answer: no client misses
-//     a change. Non-blocking requests answer as before throughout.
+//     and {"error": ..., "code": "shutting_down"}, while one whose answer
+//     is ready (the client has not seen the current state) still gets that
+//     answer: no client misses a change. Non-blocking requests answer as
+//     before throughout.
 //   - Client input never produces a 5xx: bad parameters are 400, unknown
 //     paths 404, wrong methods 405 with Allow, all with a JSON body
-//     {"error": "..."}. The only 5xx are 503s that report server state: not
-//     leader, not ready, not live, shutting down, or a failed release.
+//     {"error": "<message>", "code": "<code>"} (errors.go lists the codes).
+//     The only 5xx are 503s that report server state: not leader, not
+//     ready, not live, shutting down, or a failed release; every 503
+//     carries Retry-After.
 package httpapi
 
 import (
