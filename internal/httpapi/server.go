@@ -89,9 +89,12 @@ type Options struct {
 	// Required (> 0).
 	LeaseDuration time.Duration
 	// Registry is the registry /metrics serves, as is: other packages
-	// register their collectors in it too. New registers the HTTP layer's
-	// gauges in it. Required.
+	// register their collectors in it too. Required.
 	Registry *prometheus.Registry
+	// Registerer is where New registers the HTTP layer's gauges; nil means
+	// Registry. The sidecar passes Registry wrapped with the Lease's
+	// constant labels (prometheus.WrapRegistererWith).
+	Registerer prometheus.Registerer
 	// Version is reported by leasehold_build_info.
 	Version string
 	// Logger receives the HTTP layer's log lines; nil discards them.
@@ -142,8 +145,8 @@ type Server struct {
 	api, ops *mux.Router
 }
 
-// New checks opts, registers the HTTP layer's metrics in opts.Registry and
-// builds both routers.
+// New checks opts, registers the HTTP layer's metrics in opts.Registerer
+// (else opts.Registry) and builds both routers.
 func New(opts Options) (*Server, error) {
 	switch {
 	case opts.Election == nil:
@@ -170,7 +173,11 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.started = s.clock.Now()
-	if err := opts.Registry.Register(newCollector(s, opts.Version)); err != nil {
+	reg := opts.Registerer
+	if reg == nil {
+		reg = opts.Registry
+	}
+	if err := reg.Register(newCollector(s, opts.Version)); err != nil {
 		return nil, err
 	}
 	s.api = s.apiRouter()
