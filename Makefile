@@ -59,9 +59,25 @@ GO_MODULES := . $(patsubst %/go.mod,%,$(wildcard hack/*/go.mod))
 .DEFAULT_GOAL := help
 .PHONY: help build lint staticcheck-bin goreleaser-bin release-check release-snapshot chart
 
+# promtool (Prometheus' rule checker and unit-test runner, for the chart's
+# alerts) is built from the Go module proxy in its own tools module
+# hack/promtool, and cached by version. The chart tests find it through
+# $$LEASEHOLD_PROMTOOL.
+PROMTOOL_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "github.com/prometheus/prometheus") {print $$(i+1); exit}}' hack/promtool/go.mod)
+PROMTOOL_BIN     := $(CURDIR)/.cache/promtool/$(PROMTOOL_VERSION)/promtool
+export LEASEHOLD_PROMTOOL := $(PROMTOOL_BIN)
+
+# @redocly/cli lints api/openapi.yaml. It is pinned, with its integrity
+# hash, in hack/redocly/package.json and package-lock.json, and installed
+# with `npm ci` into a git-ignored folder per version.
+REDOCLY_VERSION := $(shell sed -n 's|.*"@redocly/cli": *"\([^"]*\)".*|\1|p' hack/redocly/package.json)
+REDOCLY_DIR     := $(CURDIR)/.cache/redocly/$(REDOCLY_VERSION)
+REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
+
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
 .PHONY: demo test unit sim vet kube-bins helm-bin chart-test kube bench bench-footprint image e2e-soak check-no-leftovers
+.PHONY: promtool-bin redocly-bin redocly-lint
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
 demo: kube-bins
@@ -71,6 +87,9 @@ demo: kube-bins
 test: kube-bins helm-bin vet
 	go test $(GO_TEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory check-no-leftovers
+# The chart's alert rules are unit-tested with promtool (in test/chart), and
+# the API document is linted with Redocly's recommended ruleset.
+test: promtool-bin redocly-lint
 
 ## unit: the unit tests only (go test -short), with the race detector; needs neither the apiserver binaries nor helm.
 ## Tests that need the apiserver skip; those that need only the sidecar binary (built on the fly) run.
@@ -112,8 +131,34 @@ $(HELM_BIN):
 		-o $@.tmp helm.sh/helm/v3/cmd/helm
 	mv $@.tmp $@
 
-## chart-test: only the chart and image tests (helm lint/template/install, RBAC and image proofs).
-chart-test: kube-bins helm-bin
+## promtool-bin: build promtool once per version (about 5 minutes cold on 2 cores, 6 with the module downloads).
+promtool-bin: $(PROMTOOL_BIN)
+	@ln -sfn $(PROMTOOL_VERSION) .cache/promtool/current
+
+$(PROMTOOL_BIN):
+	@mkdir -p $(dir $@)
+	cd hack/promtool && v=$(PROMTOOL_VERSION) && v=$${v#v0.} && minor=$${v:1} && minor=$$((10#$${minor%%.*})) && \
+	go build -trimpath -ldflags "-s -w \
+		-X github.com/prometheus/common/version.Version=$${v:0:1}.$$minor.$${v##*.} \
+		-X github.com/prometheus/common/version.Branch=HEAD" \
+		-o $@.tmp github.com/prometheus/prometheus/cmd/promtool
+	mv $@.tmp $@
+
+## redocly-bin: install @redocly/cli with npm (needs Node.js >= 20.19 and npm >= 10; a few seconds).
+redocly-bin: $(REDOCLY_BIN)
+
+$(REDOCLY_BIN):
+	@mkdir -p $(REDOCLY_DIR)
+	cp hack/redocly/package.json hack/redocly/package-lock.json $(REDOCLY_DIR)/
+	cd $(REDOCLY_DIR) && npm ci --engine-strict --no-audit --no-fund --loglevel=error
+
+## redocly-lint: lint api/openapi.yaml with @redocly/cli's recommended ruleset (api/redocly.yaml).
+redocly-lint: redocly-bin
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+		$(REDOCLY_BIN) lint --config api/redocly.yaml api/openapi.yaml
+
+## chart-test: only the chart and image tests (helm lint/template/install, RBAC and image proofs, alert unit tests).
+chart-test: kube-bins helm-bin promtool-bin
 	go test $(GO_TEST_FLAGS) ./test/chart/ ./test/image/
 
 ## sim: the election's deterministic simulator over SEEDS seeded histories (default 100000; make test plays 10000).

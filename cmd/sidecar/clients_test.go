@@ -90,9 +90,13 @@ func stream(ctx context.Context, url, lastID string) (<-chan event, error) {
 		for lines.Scan() {
 			line := lines.Text()
 			switch {
+			case line == "" && ev == (event{}):
+				// a frame with only the retry field, which every stream
+				// starts with: no event
 			case line == "":
 				frames <- ev
 				ev = event{}
+			case strings.HasPrefix(line, "retry: "):
 			case strings.HasPrefix(line, ":"):
 				ev.comment = strings.TrimSpace(line[1:])
 			case strings.HasPrefix(line, "id: "):

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -115,6 +116,7 @@ func TestAppHealthGatesCandidacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wantElectionLabels(t, m, st.Namespace, st.Lease)
 	if m.Sum("leasehold_app_healthy", nil) != 0 || m.Sum("leasehold_candidate", nil) != 0 ||
 		m.Sum("leasehold_app_health_checks_total", map[string]string{"result": "failure"}) < healthThreshold {
 		t.Errorf("a's metrics: app_healthy %v candidate %v failures %v", m.Sum("leasehold_app_healthy", nil),
@@ -253,5 +255,43 @@ func TestPodLabelFollowsLeadership(t *testing.T) {
 	onlyLeaderLabelled("crash-restart", leader)
 	if leader != waitLeader(all()...) {
 		t.Fatal("leadership moved during the crash-restart")
+	}
+	m, err := leader.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["leasehold_pod_label_leader"] == nil {
+		t.Error("no leasehold_pod_label_leader in the leader's metrics")
+	}
+	wantElectionLabels(t, m, f.Namespace, f.Lease)
+}
+
+// wantElectionLabels checks that every leasehold_* series of a scrape, and
+// client-go's leader_election_master_status, carries the election's
+// namespace and lease (constant labels, so alerts and dashboards group by
+// Lease), and that the Go runtime's and the process's series do not.
+func wantElectionLabels(t *testing.T, m fleet.Metrics, namespace, lease string) {
+	t.Helper()
+	var leasehold int
+	for name, family := range m {
+		ours := strings.HasPrefix(name, "leasehold_") || name == "leader_election_master_status"
+		if ours {
+			leasehold++
+		}
+		for _, metric := range family.GetMetric() {
+			got := map[string]string{}
+			for _, l := range metric.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case ours && (got["namespace"] != namespace || got["lease"] != lease):
+				t.Errorf("%s%v: want namespace=%q, lease=%q", name, got, namespace, lease)
+			case !ours && (got["namespace"] != "" || got["lease"] != ""):
+				t.Errorf("%s%v: the process's own series carries the election's labels", name, got)
+			}
+		}
+	}
+	if leasehold < 15 {
+		t.Errorf("only %d leasehold families in the scrape", leasehold)
 	}
 }

@@ -61,11 +61,15 @@ func run(stderr io.Writer) int {
 func serve(cfg config.Config, log *slog.Logger) error {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every leasehold_* series (and leader_election_master_status) carries
+	// the election it belongs to, so that alerts and dashboards group by
+	// Lease; the Go and process collectors above are the process's own.
+	leasehold := prometheus.WrapRegistererWith(prometheus.Labels{"lease": cfg.LeaseName, "namespace": cfg.LeaseNamespace}, registry)
 
 	restConfig, err := kubeclient.New(kubeclient.Options{
 		Kubeconfig: os.Getenv("KUBECONFIG"),
 		UserAgent:  "leasehold/" + version,
-		Requests:   kubeclient.NewRequestMetrics(registry),
+		Requests:   kubeclient.NewRequestMetrics(leasehold),
 	})
 	if err != nil {
 		return err
@@ -87,7 +91,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		},
 		Leases:  leases,
 		Logger:  log,
-		Metrics: elect.NewMetrics(registry),
+		Metrics: elect.NewMetrics(leasehold),
 	})
 	if err != nil {
 		return err
@@ -96,19 +100,20 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		Election:      elector,
 		LeaseDuration: cfg.LeaseDuration,
 		Registry:      registry,
+		Registerer:    leasehold,
 		Version:       version,
 		Logger:        log,
 	}
 	var prober *apphealth.Prober
 	if cfg.AppHealth.Enabled() {
-		if prober, err = newProber(cfg.AppHealth, elector, registry, log); err != nil {
+		if prober, err = newProber(cfg.AppHealth, elector, leasehold, log); err != nil {
 			return err
 		}
 		apiOptions.AppHealth = prober
 	}
 	var labeler *podlabel.Labeler
 	if cfg.PodLabel != "" {
-		if labeler, err = newLabeler(cfg, restConfig, elector, registry, log); err != nil {
+		if labeler, err = newLabeler(cfg, restConfig, elector, leasehold, log); err != nil {
 			return err
 		}
 	}

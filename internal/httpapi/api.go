@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/gorilla/mux"
@@ -29,19 +30,20 @@ func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 }
 
 // handleLeader serves GET /v1/leader[?wait=D]: 200 with the status when
-// this instance is the valid leader, else 503 with the status. With wait it
+// this instance is the valid leader, else 503 with the status and
+// Retry-After (stateRetryAfter). With wait it
 // first blocks (at most D, ≤ 10m) until this instance leads; once
 // EndBlockingRequests has been called, a wait that does not find this
 // instance leading is answered 503 by refuseBlocking instead.
 func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		badParameter(w, err)
 		return
 	}
 	wait, err := q.duration("wait", 0, maxWait)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		badParameter(w, err)
 		return
 	}
 	snap := s.election.Snapshot()
@@ -57,6 +59,7 @@ func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request) {
 	code := http.StatusOK
 	if !st.Leader {
 		code = http.StatusServiceUnavailable
+		setRetryAfter(w, stateRetryAfter)
 	}
 	respond(w, code, snap, st)
 }
@@ -70,13 +73,14 @@ type token struct {
 }
 
 // handleToken serves GET /v1/token: 200 with the own term's token and
-// validity when leader, else 503 with a JSON error.
+// validity when leader, else 503 with a JSON error (not_leader) and
+// Retry-After.
 func (s *Server) handleToken(w http.ResponseWriter, _ *http.Request) {
 	snap := s.election.Snapshot()
 	st := s.statusOf(snap)
 	setIndex(w, snap)
 	if !st.Leader {
-		writeError(w, http.StatusServiceUnavailable, "not leader")
+		writeError(w, http.StatusServiceUnavailable, codeNotLeader, "not leader")
 		return
 	}
 	writeJSON(w, http.StatusOK, token{FencingToken: st.FencingToken, Term: st.Term, ValidUntil: st.ValidUntil, ValidForMs: st.ValidForMs})
@@ -93,18 +97,19 @@ type released struct {
 // release the Lease (after the holds on the term have ended, at most when
 // its validity ends: see handleHold), and stay out of the election for D
 // (default LeaseDuration, ≤ 1h), then 200 with {"released": bool, ...status}.
-// Idempotent. A failure of the election to release (elector stopped, Lease
-// unreadable) is the server's: 503 with a JSON error; the state it left is
-// what GET /v1/status shows.
+// Idempotent. A failure of the election to release is the server's: 503
+// with Retry-After and a JSON error, code shutting_down when the elector has
+// stopped (elect.ErrStopped), else release_failed (the Lease could not be
+// read or written); the state it left is what GET /v1/status shows.
 func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		badParameter(w, err)
 		return
 	}
 	stayOut, err := q.duration("for", s.leaseDuration, maxStayOut)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		badParameter(w, err)
 		return
 	}
 	ok, err := s.election.Release(r.Context(), stayOut)
@@ -113,7 +118,11 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 			return // the client left
 		}
 		s.log.Warn("release requested over HTTP failed", "err", err, "stayOut", stayOut)
-		writeError(w, http.StatusServiceUnavailable, "release failed: "+err.Error())
+		code := codeReleaseFailed
+		if errors.Is(err, elect.ErrStopped) {
+			code = codeShuttingDown // the election has stopped: the sidecar is going away
+		}
+		writeError(w, http.StatusServiceUnavailable, code, "release failed: "+err.Error())
 		return
 	}
 	s.log.Info("release requested over HTTP", "released", ok, "stayOut", stayOut)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -201,8 +202,8 @@ func TestLeader(t *testing.T) {
 	f := newFixture(t, candidate())
 	for _, h := range []http.Handler{f.srv.APIHandler(), f.srv.OpsHandler()} {
 		rec := do(h, http.MethodGet, "/v1/leader")
-		if rec.Code != http.StatusServiceUnavailable {
-			t.Errorf("not leading: code = %d, want 503", rec.Code)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" {
+			t.Errorf("not leading: code = %d, Retry-After %q; want 503, 1", rec.Code, rec.Header().Get("Retry-After"))
 		}
 		if got := decode(t, rec); got["leader"] != false || got["holder"] != other {
 			t.Errorf("not leading: body = %v, want the status", got)
@@ -211,8 +212,8 @@ func TestLeader(t *testing.T) {
 	f.publish(leading())
 	for _, h := range []http.Handler{f.srv.APIHandler(), f.srv.OpsHandler()} {
 		rec := do(h, http.MethodGet, "/v1/leader")
-		if rec.Code != http.StatusOK {
-			t.Errorf("leading: code = %d, want 200", rec.Code)
+		if rec.Code != http.StatusOK || rec.Header().Get("Retry-After") != "" {
+			t.Errorf("leading: code = %d, Retry-After %q; want 200 without", rec.Code, rec.Header().Get("Retry-After"))
 		}
 		if got := decode(t, rec); got["leader"] != true || got["fencingToken"] != float64(1042) || rec.Header().Get(indexHeader) != idxs(1) {
 			t.Errorf("leading: body = %v, want the status", got)
@@ -280,7 +281,7 @@ func TestLeaderRejectsBadWait(t *testing.T) {
 	f := newFixture(t, candidate())
 	for _, q := range []string{"wait=soon", "wait=-1s", "wait=11m", "wait=", "wait=%zz"} {
 		for _, h := range []http.Handler{f.srv.APIHandler(), f.srv.OpsHandler()} {
-			wantError(t, do(h, http.MethodGet, "/v1/leader?"+q), http.StatusBadRequest)
+			wantError(t, do(h, http.MethodGet, "/v1/leader?"+q), http.StatusBadRequest, codeBadParameter)
 		}
 	}
 }
@@ -288,7 +289,7 @@ func TestLeaderRejectsBadWait(t *testing.T) {
 func TestToken(t *testing.T) {
 	f := newFixture(t, candidate())
 	rec := do(f.srv.APIHandler(), http.MethodGet, "/v1/token")
-	wantError(t, rec, http.StatusServiceUnavailable)
+	wantError(t, rec, http.StatusServiceUnavailable, codeNotLeader)
 	if rec.Header().Get(indexHeader) != idxs(0) {
 		t.Errorf("%s = %q, want %s", indexHeader, rec.Header().Get(indexHeader), idxs(0))
 	}
@@ -305,7 +306,7 @@ func TestToken(t *testing.T) {
 	}
 
 	f.clock.SetTime(t0.Add(10 * time.Second))
-	wantError(t, do(f.srv.APIHandler(), http.MethodGet, "/v1/token"), http.StatusServiceUnavailable)
+	wantError(t, do(f.srv.APIHandler(), http.MethodGet, "/v1/token"), http.StatusServiceUnavailable, codeNotLeader)
 }
 
 func TestRelease(t *testing.T) {
@@ -338,24 +339,34 @@ func TestRelease(t *testing.T) {
 	}
 
 	for _, q := range []string{"for=61m", "for=2h", "for=-1s", "for=later", "for=", "for=%zz"} {
-		wantError(t, do(f.srv.APIHandler(), http.MethodPost, "/v1/release?"+q), http.StatusBadRequest)
+		wantError(t, do(f.srv.APIHandler(), http.MethodPost, "/v1/release?"+q), http.StatusBadRequest, codeBadParameter)
 	}
 	if n := len(f.el.stayOuts()); n != 4 {
 		t.Errorf("bad requests reached the elector: %d calls", n)
 	}
 
 	rec = do(f.srv.APIHandler(), http.MethodGet, "/v1/release")
-	wantError(t, rec, http.StatusMethodNotAllowed)
+	wantError(t, rec, http.StatusMethodNotAllowed, codeMethodNotAllowed)
 	if got := rec.Header().Get("Allow"); got != "POST" {
 		t.Errorf("Allow = %q, want POST", got)
 	}
-	wantError(t, do(f.srv.OpsHandler(), http.MethodPost, "/v1/release"), http.StatusNotFound)
+	wantError(t, do(f.srv.OpsHandler(), http.MethodPost, "/v1/release"), http.StatusNotFound, codeNotFound)
 }
 
+// A release the election could not write is a 503 with Retry-After:
+// release_failed, or shutting_down once the elector has stopped.
 func TestReleaseFailureIsAServerError(t *testing.T) {
+	sp := loadSpec(t)
 	f := newFixture(t, leading())
-	f.el.releaseErr = errors.New("release: read the Lease: connection refused")
-	wantError(t, do(f.srv.APIHandler(), http.MethodPost, "/v1/release"), http.StatusServiceUnavailable)
+	for err, code := range map[error]errorCode{
+		errors.New("release: read the Lease: connection refused"): codeReleaseFailed,
+		fmt.Errorf("release: %w", elect.ErrStopped):               codeShuttingDown,
+	} {
+		f.el.releaseErr = err
+		rec := do(f.srv.APIHandler(), http.MethodPost, "/v1/release")
+		sp.checkResponse(t, recorded(http.MethodPost, "/v1/release", rec))
+		wantError(t, rec, http.StatusServiceUnavailable, code)
+	}
 }
 
 func TestRootName(t *testing.T) {
@@ -390,7 +401,7 @@ func TestNotFoundAndMethodNotAllowed(t *testing.T) {
 		{ops, "GET", "/v1/watch"},
 		{ops, "GET", "/"},
 	} {
-		wantError(t, do(c.h, c.method, c.target), http.StatusNotFound)
+		wantError(t, do(c.h, c.method, c.target), http.StatusNotFound, codeNotFound)
 	}
 	for _, c := range []struct {
 		h                     http.Handler
@@ -411,7 +422,7 @@ func TestNotFoundAndMethodNotAllowed(t *testing.T) {
 				t.Errorf("HEAD %s: code = %d", c.target, rec.Code)
 			}
 		} else {
-			wantError(t, rec, http.StatusMethodNotAllowed)
+			wantError(t, rec, http.StatusMethodNotAllowed, codeMethodNotAllowed)
 		}
 		if got := rec.Header().Get("Allow"); got != c.allow {
 			t.Errorf("%s %s: Allow = %q, want %q", c.method, c.target, got, c.allow)

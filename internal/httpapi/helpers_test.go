@@ -237,15 +237,23 @@ func decodeBody(t *testing.T, h http.Header, body io.Reader) map[string]any {
 	return m
 }
 
-// wantError checks an error answer: code, and a JSON {"error": non-empty}.
-func wantError(t *testing.T, rec *httptest.ResponseRecorder, code int) {
+// wantError checks an error answer: status, a JSON body of exactly
+// {"error": <non-empty message>, "code": code}, and on a 503 a Retry-After
+// of retryAfterOf(code) in whole seconds.
+func wantError(t *testing.T, rec *httptest.ResponseRecorder, status int, code errorCode) {
 	t.Helper()
-	if rec.Code != code {
-		t.Errorf("%s: code = %d, want %d", rec.Body.String(), rec.Code, code)
+	if rec.Code != status {
+		t.Errorf("%s: status = %d, want %d", rec.Body.String(), rec.Code, status)
+	}
+	ra := rec.Header().Get("Retry-After")
+	if want := strconv.Itoa(int(retryAfterOf(code) / time.Second)); status == http.StatusServiceUnavailable && ra != want {
+		t.Errorf("%d %s: Retry-After = %q, want %s", status, code, ra, want)
+	} else if status != http.StatusServiceUnavailable && ra != "" {
+		t.Errorf("%d %s: Retry-After = %q on a status other than 503", status, code, ra)
 	}
 	m := decode(t, rec)
-	if msg, ok := m["error"].(string); !ok || msg == "" || len(m) != 1 {
-		t.Errorf("body = %v, want exactly {\"error\": <message>}", m)
+	if msg, ok := m["error"].(string); !ok || msg == "" || m["code"] != string(code) || len(m) != 2 {
+		t.Errorf("body = %v, want exactly {\"error\": <message>, \"code\": %q}", m, code)
 	}
 }
 

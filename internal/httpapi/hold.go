@@ -27,7 +27,7 @@ type held struct {
 // when EndBlockingRequests is called: the sidecar calls it once its
 // election has stopped, when the release has been written or given up and
 // there is nothing left to hold; the response then ends (EOF after the
-// body). Otherwise: 409 with {"error": ...} when this instance does not
+// body). Otherwise: 409 with {"error": ..., "code": "conflict"} when this instance does not
 // lead with T or the term is being released (the client must not start
 // what the hold was to protect); 503 with Retry-After once
 // EndBlockingRequests has been called; 400 for a missing or malformed
@@ -35,12 +35,12 @@ type held struct {
 func (s *Server) handleHold(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		badParameter(w, err)
 		return
 	}
 	tok, err := q.token("token")
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		badParameter(w, err)
 		return
 	}
 	if s.blockingEnded() {
@@ -49,7 +49,7 @@ func (s *Server) handleHold(w http.ResponseWriter, r *http.Request) {
 	}
 	end, ok := s.election.Hold(tok)
 	if !ok {
-		writeError(w, http.StatusConflict, "not leading with fencing token "+tok.String()+
+		writeError(w, http.StatusConflict, codeConflict, "not leading with fencing token "+tok.String()+
 			" (another term, no term, or the term is being released): nothing to hold")
 		return
 	}

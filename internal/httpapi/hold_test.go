@@ -130,26 +130,26 @@ func TestHoldRefused(t *testing.T) {
 	sp := loadSpec(t)
 	f := newFixture(t, candidate())
 	api := f.srv.APIHandler()
-	check := func(target string, code int) {
+	check := func(target string, status int, code errorCode) {
 		t.Helper()
 		rec := do(api, http.MethodPost, target)
 		sp.checkResponse(t, recorded(http.MethodPost, "/v1/hold", rec)) // before wantError reads the body
-		wantError(t, rec, code)
+		wantError(t, rec, status, code)
 		if rec.Header().Get(indexHeader) == "" {
 			t.Errorf("%s: no %s", target, indexHeader)
 		}
 	}
-	check("/v1/hold?token=880", http.StatusConflict) // the holder's token, not ours
+	check("/v1/hold?token=880", http.StatusConflict, codeConflict) // the holder's token, not ours
 	f.publish(leading())
 	for _, tok := range []string{"1041", "1043", "880"} {
-		check("/v1/hold?token="+tok, http.StatusConflict)
+		check("/v1/hold?token="+tok, http.StatusConflict, codeConflict)
 	}
 	f.el.setDraining(true)
-	check("/v1/hold?token=1042", http.StatusConflict)
+	check("/v1/hold?token=1042", http.StatusConflict, codeConflict)
 	f.el.setDraining(false)
 
 	for _, q := range []string{"", "?token=", "?token=0", "?token=-1", "?token=x", "?token=1.5", "?token=18446744073709551616", "?token=%zz", "?tok=1042"} {
-		check("/v1/hold"+q, http.StatusBadRequest)
+		check("/v1/hold"+q, http.StatusBadRequest, codeBadParameter)
 	}
 	if n := f.el.openHolds(1042); n != 0 {
 		t.Errorf("refused requests took %d holds", n)
@@ -157,11 +157,11 @@ func TestHoldRefused(t *testing.T) {
 
 	rec := do(api, http.MethodGet, "/v1/hold?token=1042")
 	sp.checkResponse(t, recorded(http.MethodPost, "/v1/hold", rec))
-	wantError(t, rec, http.StatusMethodNotAllowed)
+	wantError(t, rec, http.StatusMethodNotAllowed, codeMethodNotAllowed)
 	if got := rec.Header().Get("Allow"); got != "POST" {
 		t.Errorf("Allow = %q, want POST", got)
 	}
-	wantError(t, do(f.srv.OpsHandler(), http.MethodPost, "/v1/hold?token=1042"), http.StatusNotFound)
+	wantError(t, do(f.srv.OpsHandler(), http.MethodPost, "/v1/hold?token=1042"), http.StatusNotFound, codeNotFound)
 }
 
 // The answer granting a hold matches api/openapi.yaml (recorded from a

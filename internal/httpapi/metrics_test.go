@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/leasehold/leasehold/internal/elect"
@@ -142,5 +143,34 @@ func TestMetricsEndpoint(t *testing.T) {
 		if strings.Count(text, "\n"+line+"\n") != 1 && !strings.HasPrefix(text, line+"\n") {
 			t.Errorf("/metrics lacks the line %q once:\n%s", line, text)
 		}
+	}
+}
+
+// With Options.Registerer (the sidecar passes the Registry wrapped with the
+// Lease's labels), every series of the HTTP layer carries those labels, and
+// /metrics still serves the whole Registry.
+func TestMetricsThroughRegisterer(t *testing.T) {
+	election := prometheus.Labels{"lease": "orders-leader", "namespace": "shop"}
+	f := newFixture(t, leading(), func(o *Options) { o.Registerer = prometheus.WrapRegistererWith(election, o.Registry) })
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mfs) != 9 {
+		t.Errorf("gathered %d families, want the HTTP layer's 9", len(mfs))
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if got["lease"] != "orders-leader" || got["namespace"] != "shop" {
+				t.Errorf("%s{%s}: want lease and namespace", mf.GetName(), labels(m))
+			}
+		}
+	}
+	if got := f.gauges()["leasehold_leader"]; got["lease=orders-leader,namespace=shop"] != 1 {
+		t.Errorf("leasehold_leader = %v", got)
 	}
 }

@@ -184,7 +184,7 @@ func TestOpenAPIMatchesRouters(t *testing.T) {
 // apiSpec is the OpenAPI document as plain JSON values, every $ref
 // resolved, for checking real responses against it.
 type apiSpec struct {
-	paths map[string]any
+	paths, components map[string]any
 }
 
 // loadSpec reads and resolves the OpenAPI document.
@@ -207,7 +207,8 @@ func loadSpec(t *testing.T) *apiSpec {
 		t.Fatalf("%s: not an object", openAPIPath)
 	}
 	paths, _ := resolved["paths"].(map[string]any)
-	return &apiSpec{paths: paths}
+	components, _ := resolved["components"].(map[string]any)
+	return &apiSpec{paths: paths, components: components}
 }
 
 // resolveRefs returns node with every {"$ref": "#/..."} replaced by what it
@@ -350,28 +351,110 @@ func mismatches(what string, schema, value any) []string {
 }
 
 // The checker itself finds departures: an undocumented code, a missing
-// required header, an undocumented header, a body of the wrong schema, a
-// wrong Content-Type, and a header value outside its schema.
+// required header (Retry-After on a 503 above all), an undocumented header,
+// a body of the wrong schema (an error body without its code, or with an
+// unknown code, or a code the response does not document), a wrong
+// Content-Type, and a header value outside its schema.
 func TestCheckResponseFindsDepartures(t *testing.T) {
 	sp := loadSpec(t)
 	plain := http.Header{"Content-Type": {"application/json"}, indexHeader: {"5"}}
-	shutdown := http.Header{"Content-Type": {"application/json"}, indexHeader: {"5"}, "Retry-After": {"2"}}
-	good := observed{method: "GET", path: "/v1/watch", code: 503, header: shutdown, body: []byte(`{"error":"shutting down"}`)}
-	if p := sp.problems(good); len(p) != 0 {
-		t.Fatalf("a conforming response: %v", p)
+	retry := func(seconds string) http.Header {
+		return http.Header{"Content-Type": {"application/json"}, indexHeader: {"5"}, "Retry-After": {seconds}}
+	}
+	status := `{"identity":"a","namespace":"n","lease":"l","leader":false,"holder":"","term":0,"fencingToken":0,"validForMs":0,"index":5,"candidate":true,"lastError":null}`
+	for name, good := range map[string]observed{
+		"shutdown":          {method: "GET", path: "/v1/watch", code: 503, header: retry("2"), body: []byte(`{"error":"shutting down","code":"shutting_down"}`)},
+		"not leader":        {method: "GET", path: "/v1/token", code: 503, header: retry("1"), body: []byte(`{"error":"not leader","code":"not_leader"}`)},
+		"leader status 503": {method: "GET", path: "/v1/leader", code: 503, header: retry("1"), body: []byte(status)},
+		"leader shutdown":   {method: "GET", path: "/v1/leader", code: 503, header: retry("2"), body: []byte(`{"error":"x","code":"shutting_down"}`)},
+		"bad parameter":     {method: "GET", path: "/v1/watch", code: 400, header: plain, body: []byte(`{"error":"x","code":"bad_parameter"}`)},
+	} {
+		if p := sp.problems(good); len(p) != 0 {
+			t.Errorf("a conforming response (%s): %v", name, p)
+		}
 	}
 	for name, o := range map[string]observed{
-		"undocumented code":       {method: "GET", path: "/v1/status", code: 503, header: plain, body: []byte(`{"error":"x"}`)},
-		"required header missing": {method: "GET", path: "/v1/watch", code: 503, header: plain, body: []byte(`{"error":"x"}`)},
-		"undocumented header":     {method: "GET", path: "/v1/token", code: 503, header: shutdown, body: []byte(`{"error":"x"}`)},
-		"wrong body":              {method: "GET", path: "/v1/status", code: 200, header: plain, body: []byte(`{"leader":true}`)},
-		"neither body of oneOf":   {method: "GET", path: "/v1/leader", code: 503, header: plain, body: []byte(`{"leader":"no"}`)},
-		"wrong Content-Type":      {method: "GET", path: "/v1/watch", code: 503, header: http.Header{"Content-Type": {"text/plain"}, "Retry-After": {"2"}}, body: []byte("x")},
-		"Retry-After of 0":        {method: "GET", path: "/v1/watch", code: 503, header: http.Header{"Content-Type": {"application/json"}, "Retry-After": {"0"}}, body: []byte(`{"error":"x"}`)},
-		"negative index":          {method: "GET", path: "/v1/token", code: 503, header: http.Header{"Content-Type": {"application/json"}, indexHeader: {"-1"}}, body: []byte(`{"error":"x"}`)},
+		"undocumented code":           {method: "GET", path: "/v1/status", code: 503, header: retry("1"), body: []byte(`{"error":"x","code":"not_leader"}`)},
+		"Retry-After missing":         {method: "GET", path: "/v1/watch", code: 503, header: plain, body: []byte(`{"error":"x","code":"shutting_down"}`)},
+		"Retry-After missing (token)": {method: "GET", path: "/v1/token", code: 503, header: plain, body: []byte(`{"error":"x","code":"not_leader"}`)},
+		"Retry-After missing (503)":   {method: "GET", path: "/v1/leader", code: 503, header: plain, body: []byte(status)},
+		"Retry-After missing (livez)": {method: "GET", path: "/livez", code: 503, header: plain, body: []byte(`{"error":"x","code":"election_stalled"}`)},
+		"undocumented header":         {method: "GET", path: "/v1/status", code: 200, header: retry("1"), body: []byte(status)},
+		"wrong body":                  {method: "GET", path: "/v1/status", code: 200, header: plain, body: []byte(`{"leader":true}`)},
+		"neither body of oneOf":       {method: "GET", path: "/v1/leader", code: 503, header: retry("1"), body: []byte(`{"leader":"no"}`)},
+		"error without code":          {method: "GET", path: "/v1/watch", code: 400, header: plain, body: []byte(`{"error":"x"}`)},
+		"error without code (503)":    {method: "GET", path: "/v1/token", code: 503, header: retry("1"), body: []byte(`{"error":"not leader"}`)},
+		"unknown code":                {method: "GET", path: "/v1/watch", code: 400, header: plain, body: []byte(`{"error":"x","code":"bad_wait"}`)},
+		"code of another response":    {method: "GET", path: "/v1/watch", code: 400, header: plain, body: []byte(`{"error":"x","code":"not_found"}`)},
+		"code of another 503":         {method: "GET", path: "/v1/token", code: 503, header: retry("1"), body: []byte(`{"error":"x","code":"shutting_down"}`)},
+		"wrong Content-Type":          {method: "GET", path: "/v1/watch", code: 503, header: http.Header{"Content-Type": {"text/plain"}, "Retry-After": {"2"}}, body: []byte("x")},
+		"Retry-After of 0":            {method: "GET", path: "/v1/watch", code: 503, header: retry("0"), body: []byte(`{"error":"x","code":"shutting_down"}`)},
+		"Retry-After as a date":       {method: "GET", path: "/v1/watch", code: 503, header: retry("Wed, 21 Oct 2026 07:28:00 GMT"), body: []byte(`{"error":"x","code":"shutting_down"}`)},
+		"negative index":              {method: "GET", path: "/v1/token", code: 503, header: http.Header{"Content-Type": {"application/json"}, indexHeader: {"-1"}, "Retry-After": {"1"}}, body: []byte(`{"error":"x","code":"not_leader"}`)},
 	} {
 		if p := sp.problems(o); len(p) == 0 {
 			t.Errorf("%s: no problem found in %+v", name, o)
+		}
+	}
+}
+
+// errorCodes are the codes of errors.go, which the document's ErrorCode
+// must list, in the same order.
+var errorCodes = []errorCode{
+	codeBadParameter, codeNotFound, codeMethodNotAllowed, codeConflict, codeNotLeader,
+	codeNotReady, codeElectionStalled, codeShuttingDown, codeReleaseFailed,
+}
+
+// The document states the error contract for every operation: every error
+// response (4xx, 5xx) is JSON whose schema requires a code from ErrorCode,
+// so that a body without one fails; every 503, and no other status,
+// documents a required Retry-After; ErrorCode lists exactly the codes of
+// errors.go.
+func TestOpenAPIErrorContract(t *testing.T) {
+	sp := loadSpec(t)
+	schemas, _ := sp.components["schemas"].(map[string]any)
+	codes, _ := schemas["ErrorCode"].(map[string]any)
+	var documented []string
+	for _, c := range codes["enum"].([]any) {
+		documented = append(documented, c.(string))
+	}
+	var want []string
+	for _, c := range errorCodes {
+		want = append(want, string(c))
+	}
+	if !slices.Equal(documented, want) {
+		t.Errorf("ErrorCode enum %v, want the codes of errors.go %v", documented, want)
+	}
+
+	for path, item := range sp.paths {
+		for method, op := range item.(map[string]any) {
+			if !slices.Contains(httpMethods, method) {
+				continue
+			}
+			responses, _ := op.(map[string]any)["responses"].(map[string]any)
+			for status, resp := range responses {
+				name := strings.ToUpper(method) + " " + path + " " + status
+				resp := resp.(map[string]any)
+				headers, _ := resp["headers"].(map[string]any)
+				ra, _ := headers["Retry-After"].(map[string]any)
+				switch {
+				case status == "503" && (ra == nil || ra["required"] != true):
+					t.Errorf("%s: Retry-After is not documented as required", name)
+				case status != "503" && ra != nil:
+					t.Errorf("%s: documents Retry-After, which only 503s carry", name)
+				}
+				if status < "400" {
+					continue
+				}
+				media, _ := resp["content"].(map[string]any)["application/json"].(map[string]any)
+				if media == nil {
+					t.Errorf("%s: not JSON", name)
+					continue
+				}
+				if p := mismatches(name, media["schema"], map[string]any{"error": "no code"}); len(p) == 0 {
+					t.Errorf("%s: an error body without code matches the document", name)
+				}
+			}
 		}
 	}
 }

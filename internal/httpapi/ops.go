@@ -37,7 +37,7 @@ func (s *Server) handleLivez(w http.ResponseWriter, _ *http.Request) {
 	}
 	limit := 2 * s.leaseDuration
 	if stalled := s.clock.Since(last); stalled > limit {
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("election loop made no progress for %s (limit %s)", stalled, limit))
+		writeError(w, http.StatusServiceUnavailable, codeElectionStalled, fmt.Sprintf("election loop made no progress for %s (limit %s)", stalled, limit))
 		return
 	}
 	writeJSON(w, http.StatusOK, probe{Status: "ok"})
@@ -49,9 +49,9 @@ func (s *Server) handleReadyz(w http.ResponseWriter, _ *http.Request) {
 	snap := s.election.Snapshot()
 	switch {
 	case s.shuttingDown():
-		writeError(w, http.StatusServiceUnavailable, "shutting down")
+		writeError(w, http.StatusServiceUnavailable, codeShuttingDown, "shutting down")
 	case !snap.Observed && !snap.Leading:
-		writeError(w, http.StatusServiceUnavailable, "the Lease has not been observed yet")
+		writeError(w, http.StatusServiceUnavailable, codeNotReady, "the Lease has not been observed yet")
 	default:
 		writeJSON(w, http.StatusOK, probe{Status: "ready"})
 	}

@@ -20,7 +20,7 @@ func TestLivez(t *testing.T) {
 		t.Errorf("no progress for exactly 2 × leaseDuration: code %d, want 200", rec.Code)
 	}
 	f.clock.SetTime(t0.Add(2*leaseDuration + time.Millisecond))
-	wantError(t, do(ops, http.MethodGet, "/livez"), http.StatusServiceUnavailable)
+	wantError(t, do(ops, http.MethodGet, "/livez"), http.StatusServiceUnavailable, codeElectionStalled)
 
 	beat := candidate()
 	beat.Heartbeat = f.clock.Now()
@@ -50,22 +50,24 @@ func TestLivezBeforeFirstHeartbeat(t *testing.T) {
 		t.Errorf("at start: code %d, want 200", rec.Code)
 	}
 	f.clock.SetTime(t0.Add(2*leaseDuration + time.Millisecond))
-	wantError(t, do(f.srv.OpsHandler(), http.MethodGet, "/livez"), http.StatusServiceUnavailable)
+	wantError(t, do(f.srv.OpsHandler(), http.MethodGet, "/livez"), http.StatusServiceUnavailable, codeElectionStalled)
 }
 
 func TestReadyz(t *testing.T) {
 	f := newFixture(t, elect.Snapshot{Identity: identity, Namespace: "shop", Lease: "orders-leader", Heartbeat: t0})
 	ops := f.srv.OpsHandler()
-	wantError(t, do(ops, http.MethodGet, "/readyz"), http.StatusServiceUnavailable)
+	rec := do(ops, http.MethodGet, "/readyz")
+	loadSpec(t).checkResponse(t, recorded(http.MethodGet, "/readyz", rec))
+	wantError(t, rec, http.StatusServiceUnavailable, codeNotReady)
 
 	f.publish(candidate()) // observed
-	rec := do(ops, http.MethodGet, "/readyz")
+	rec = do(ops, http.MethodGet, "/readyz")
 	if got := decode(t, rec); rec.Code != http.StatusOK || got["status"] != "ready" {
 		t.Errorf("observed: %d %v", rec.Code, got)
 	}
 
 	f.srv.BeginShutdown()
-	wantError(t, do(ops, http.MethodGet, "/readyz"), http.StatusServiceUnavailable)
+	wantError(t, do(ops, http.MethodGet, "/readyz"), http.StatusServiceUnavailable, codeShuttingDown)
 	if rec := do(ops, http.MethodGet, "/livez"); rec.Code != http.StatusOK {
 		t.Errorf("livez during shutdown: code %d, want 200", rec.Code)
 	}

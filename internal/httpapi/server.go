@@ -30,13 +30,16 @@
 //     first). EndBlockingRequests, called once the election has stopped,
 //     ends every blocking request promptly; from then on a request that
 //     would wait is answered at once with 503, Retry-After (whole seconds)
-//     and {"error": ...}, while one whose answer is ready (the client has
-//     not seen the current state) still gets that answer: no client misses
-//     a change. Non-blocking requests answer as before throughout.
+//     and {"error": ..., "code": "shutting_down"}, while one whose answer
+//     is ready (the client has not seen the current state) still gets that
+//     answer: no client misses a change. Non-blocking requests answer as
+//     before throughout.
 //   - Client input never produces a 5xx: bad parameters are 400, unknown
 //     paths 404, wrong methods 405 with Allow, all with a JSON body
-//     {"error": "..."}. The only 5xx are 503s that report server state: not
-//     leader, not ready, not live, shutting down, or a failed release.
+//     {"error": "<message>", "code": "<code>"} (errors.go lists the codes).
+//     The only 5xx are 503s that report server state: not leader, not
+//     ready, not live, shutting down, or a failed release; every 503
+//     carries Retry-After.
 package httpapi
 
 import (
@@ -86,9 +89,12 @@ type Options struct {
 	// Required (> 0).
 	LeaseDuration time.Duration
 	// Registry is the registry /metrics serves, as is: other packages
-	// register their collectors in it too. New registers the HTTP layer's
-	// gauges in it. Required.
+	// register their collectors in it too. Required.
 	Registry *prometheus.Registry
+	// Registerer is where New registers the HTTP layer's gauges; nil means
+	// Registry. The sidecar passes Registry wrapped with the Lease's
+	// constant labels (prometheus.WrapRegistererWith).
+	Registerer prometheus.Registerer
 	// Version is reported by leasehold_build_info.
 	Version string
 	// Logger receives the HTTP layer's log lines; nil discards them.
@@ -139,8 +145,8 @@ type Server struct {
 	api, ops *mux.Router
 }
 
-// New checks opts, registers the HTTP layer's metrics in opts.Registry and
-// builds both routers.
+// New checks opts, registers the HTTP layer's metrics in opts.Registerer
+// (else opts.Registry) and builds both routers.
 func New(opts Options) (*Server, error) {
 	switch {
 	case opts.Election == nil:
@@ -167,7 +173,11 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.started = s.clock.Now()
-	if err := opts.Registry.Register(newCollector(s, opts.Version)); err != nil {
+	reg := opts.Registerer
+	if reg == nil {
+		reg = opts.Registry
+	}
+	if err := reg.Register(newCollector(s, opts.Version)); err != nil {
 		return nil, err
 	}
 	s.api = s.apiRouter()

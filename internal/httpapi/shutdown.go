@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -68,10 +67,9 @@ func closed(ch <-chan struct{}) bool {
 }
 
 // refuseBlocking answers a blocking request after EndBlockingRequests: 503
-// with Retry-After and a JSON error. X-Leasehold-Index is the latest Index
+// with Retry-After and a JSON error (code shutting_down). X-Leasehold-Index is the latest Index
 // (set by withIndex).
 func refuseBlocking(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
-	writeError(w, http.StatusServiceUnavailable,
+	writeError(w, http.StatusServiceUnavailable, codeShuttingDown,
 		"shutting down: this sidecar no longer serves blocking requests; retry after "+retryAfter.String())
 }

@@ -24,7 +24,7 @@ func TestBeginShutdownOnlyFailsReadiness(t *testing.T) {
 
 	f.srv.BeginShutdown()
 	f.srv.BeginShutdown() // idempotent
-	wantError(t, do(f.srv.OpsHandler(), http.MethodGet, "/readyz"), http.StatusServiceUnavailable)
+	wantError(t, do(f.srv.OpsHandler(), http.MethodGet, "/readyz"), http.StatusServiceUnavailable, codeShuttingDown)
 	if rec := do(f.srv.OpsHandler(), http.MethodGet, "/livez"); rec.Code != http.StatusOK {
 		t.Errorf("livez during shutdown: code %d, want 200", rec.Code)
 	}
@@ -129,26 +129,28 @@ func TestEndBlockingRequests(t *testing.T) {
 		t.Errorf("SSE stream went on after its one event: %+v", fr)
 	}
 
-	// Non-blocking endpoints answer as before.
+	// Non-blocking endpoints answer as before: a 503 says not leader, with
+	// its Retry-After of 1 s, not the shutdown's.
 	for _, c := range []struct {
 		method, target, path string
 		code                 int
+		retryAfter           string
 	}{
-		{http.MethodGet, "/v1/status", "/v1/status", http.StatusOK},
-		{http.MethodGet, "/v1/leader", "/v1/leader", http.StatusServiceUnavailable}, // not leader: the status
-		{http.MethodGet, "/v1/token", "/v1/token", http.StatusServiceUnavailable},
-		{http.MethodGet, "/", "/", http.StatusOK},
+		{http.MethodGet, "/v1/status", "/v1/status", http.StatusOK, ""},
+		{http.MethodGet, "/v1/leader", "/v1/leader", http.StatusServiceUnavailable, "1"}, // not leader: the status
+		{http.MethodGet, "/v1/token", "/v1/token", http.StatusServiceUnavailable, "1"},
+		{http.MethodGet, "/", "/", http.StatusOK, ""},
 	} {
 		rec := do(f.srv.APIHandler(), c.method, c.target)
-		if rec.Code != c.code || rec.Header().Get("Retry-After") != "" {
-			t.Errorf("%s %s: %d, Retry-After %q; want %d as before", c.method, c.target, rec.Code, rec.Header().Get("Retry-After"), c.code)
+		if rec.Code != c.code || rec.Header().Get("Retry-After") != c.retryAfter {
+			t.Errorf("%s %s: %d, Retry-After %q; want %d, %q as before", c.method, c.target, rec.Code, rec.Header().Get("Retry-After"), c.code, c.retryAfter)
 		}
 		sp.checkResponse(t, recorded(c.method, c.path, rec))
 	}
 	if got := decode(t, do(f.srv.APIHandler(), http.MethodGet, "/v1/leader")); got["leader"] != false || got["holder"] != other {
 		t.Errorf("/v1/leader body %v, want the status", got)
 	}
-	wantError(t, do(f.srv.OpsHandler(), http.MethodGet, "/readyz"), http.StatusServiceUnavailable) // implies BeginShutdown
+	wantError(t, do(f.srv.OpsHandler(), http.MethodGet, "/readyz"), http.StatusServiceUnavailable, codeShuttingDown) // implies BeginShutdown
 	for _, target := range []string{"/livez", "/metrics", "/v1/status"} {
 		if rec := do(f.srv.OpsHandler(), http.MethodGet, target); rec.Code != http.StatusOK {
 			t.Errorf("OPS %s: code %d, want 200", target, rec.Code)
@@ -228,8 +230,9 @@ func wantShuttingDown(t *testing.T, o observed) {
 		t.Errorf("%s: no %s", o.path, indexHeader)
 	}
 	var body map[string]any
-	if err := json.Unmarshal(o.body, &body); err != nil || len(body) != 1 || !strings.Contains(body["error"].(string), "shutting down") {
-		t.Errorf("%s: body %s (%v), want exactly {\"error\": \"...shutting down...\"}", o.path, o.body, err)
+	if err := json.Unmarshal(o.body, &body); err != nil || len(body) != 2 || body["code"] != "shutting_down" ||
+		!strings.Contains(body["error"].(string), "shutting down") {
+		t.Errorf("%s: body %s (%v), want exactly {\"error\": \"...shutting down...\", \"code\": \"shutting_down\"}", o.path, o.body, err)
 	}
 	if ct := o.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("%s: Content-Type %q, want application/json", o.path, ct)

@@ -27,17 +27,17 @@ import (
 func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		badParameter(w, err)
 		return
 	}
 	wait, err := q.duration("wait", defaultWatchWait, maxWait)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		badParameter(w, err)
 		return
 	}
 	index, hasIndex, err := q.index("index")
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		badParameter(w, err)
 		return
 	}
 	wait += jitter(wait)
@@ -61,6 +61,14 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	respond(w, http.StatusOK, snap, s.statusOf(snap))
 }
+
+// sseRetry is the reconnection time that every SSE stream sends first
+// (the retry field). A stream ends after its wait, and the client then
+// reconnects with Last-Event-ID and misses no change, only sees it up to
+// sseRetry late; or when the sidecar shuts down, and a restarted one is
+// back within a couple of seconds. One second keeps the first case prompt
+// without making a client of a dead sidecar reconnect in a tight loop.
+const sseRetry = time.Second
 
 // jitter is a random duration in [0, wait/16], which spreads the returns,
 // and so the reconnects, of watchers that started together.
@@ -134,14 +142,19 @@ func (s *Server) block(w http.ResponseWriter, r *http.Request, snap *elect.Snaps
 	return snap, true
 }
 
-// stream serves Server-Sent Events: the current state first, unless the
-// client has seen it (Last-Event-ID, or else the index parameter, equals
-// the current Index), then one event per change of Index:
+// stream serves Server-Sent Events: first a retry field (sseRetry, in
+// milliseconds) on its own, which sets an EventSource's reconnection time
+// and dispatches no event; then the current state, unless the client has
+// seen it (Last-Event-ID, or else the index parameter, equals the current
+// Index); then one event per change of Index:
 //
 //	id: <index>
 //	event: status
 //	data: <status JSON>
 //
+// The event is named status, so a browser's EventSource delivers it to
+// addEventListener("status", ...), never to onmessage (which receives only
+// unnamed events).
 // and a comment line every heartbeat interval. Changes that follow each
 // other faster than the client reads are coalesced into the latest state.
 // The stream ends after wait, when the client leaves, or on
@@ -166,11 +179,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Durati
 	s.watchers.Add(1)
 	defer s.watchers.Add(-1)
 
-	var err error
-	if hasSeen && seen == snap.Index {
-		err = rc.Flush() // send the headers: the stream is open
-	} else {
-		err = s.sendEvent(w, rc, snap)
+	_, err := fmt.Fprintf(w, "retry: %d\n\n", sseRetry.Milliseconds())
+	if err == nil {
+		if hasSeen && seen == snap.Index {
+			err = rc.Flush() // send the headers and retry: the stream is open
+		} else {
+			err = s.sendEvent(w, rc, snap)
+		}
 	}
 	if s.blockingEnded() {
 		return // the state the client had not seen, and no waiting

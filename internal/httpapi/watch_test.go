@@ -85,7 +85,7 @@ func TestWatchRejectsBadParameters(t *testing.T) {
 	} {
 		for _, accept := range []string{"", "text/event-stream"} {
 			rec := do(f.srv.APIHandler(), http.MethodGet, "/v1/watch?"+q, "Accept", accept)
-			wantError(t, rec, http.StatusBadRequest)
+			wantError(t, rec, http.StatusBadRequest, codeBadParameter)
 		}
 	}
 	if f.srv.watchers.Load() != 0 {
@@ -122,13 +122,16 @@ func TestAcceptsEventStream(t *testing.T) {
 	}
 }
 
-// frame is one Server-Sent Events frame: an event, or a comment.
+// frame is one Server-Sent Events frame: an event, a comment, or a retry
+// field.
 type frame struct {
-	id, event, data, comment string
+	id, event, data, comment, retry string
 }
 
 // openStream opens an SSE stream and returns its response and a channel of
-// its frames, closed when the stream ends.
+// its frames, closed when the stream ends. It checks that the stream starts
+// with a frame of only the retry field (sseRetry in milliseconds), and
+// leaves that frame out.
 func openStream(t *testing.T, url string, header ...string) (*http.Response, <-chan frame) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
@@ -149,9 +152,15 @@ func openStream(t *testing.T, url string, header ...string) (*http.Response, <-c
 		defer close(frames)
 		sc := bufio.NewScanner(resp.Body)
 		var fr frame
+		first := true
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
+			case line == "" && first:
+				if want := (frame{retry: strconv.FormatInt(sseRetry.Milliseconds(), 10)}); fr != want {
+					t.Errorf("first SSE frame = %+v, want %+v", fr, want)
+				}
+				first, fr = false, frame{}
 			case line == "":
 				frames <- fr
 				fr = frame{}
@@ -163,6 +172,8 @@ func openStream(t *testing.T, url string, header ...string) (*http.Response, <-c
 				fr.event = line[len("event: "):]
 			case strings.HasPrefix(line, "data: "):
 				fr.data = line[len("data: "):]
+			case strings.HasPrefix(line, "retry: "):
+				fr.retry = line[len("retry: "):]
 			default:
 				t.Errorf("unexpected SSE line %q", line)
 			}

@@ -57,6 +57,7 @@ type applier struct {
 
 func newApplier(t testing.TB) *applier {
 	t.Helper()
+	installMonitoringCRDs(t) // before discovery, so that the mapper knows their kinds
 	cfg := rest.CopyConfig(kubetest.Require(t, cluster).Admin().Config)
 	w := &warnings{}
 	cfg.WarningHandler = w

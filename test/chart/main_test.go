@@ -3,10 +3,14 @@
 // applies every rendered object with server-side dry-run (real schemas, strict
 // field validation, Pod Security admission), installs it with helm, and runs
 // the real sidecar with exactly the chart's Role to show that the Role is
-// sufficient and that none of its rules is surplus.
+// sufficient and that none of its rules is surplus. The monitoring objects
+// are dry-run against the Prometheus Operator's CRDs (installed from its Go
+// module), the alerts unit-tested with promtool, and the dashboard and the
+// alerts checked against what a real sidecar exports (monitoring_test.go).
 //
 // helm is built by `make helm-bin` and found through $LEASEHOLD_HELM, else
-// <module root>/.cache/helm/current/helm.
+// <module root>/.cache/helm/current/helm; promtool by `make promtool-bin`,
+// through $LEASEHOLD_PROMTOOL, else <module root>/.cache/promtool/current/promtool.
 package chart_test
 
 import (

@@ -148,6 +148,10 @@ var ciExpectations = map[string]expectation{
 			}
 		},
 	},
+	"monitoring-values.yaml": {
+		kinds:  []string{"ConfigMap", "Deployment", "Pod", "PodMonitor", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
+		native: true, fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
+	},
 	"plain-container-values.yaml": {
 		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: false,
 		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
@@ -443,6 +447,11 @@ func TestBadValuesFailWithAClearMessage(t *testing.T) {
 		"health interval no unit":   {[]string{"--set", "appHealth.interval=2"}, []string{schema, "at '/appHealth/interval'"}},
 		"bad pod label key":         {[]string{"--set", "podLabel.key=leader label"}, []string{schema, "at '/podLabel/key'"}},
 		"election label as key":     {[]string{"--set", "podLabel.key=leasehold.io/lease"}, []string{schema, "at '/podLabel/key'"}},
+		"misspelled monitor key":    {[]string{"--set", "metrics.serviceMonitor.enable=true"}, []string{schema, "at '/metrics/serviceMonitor'", "additional properties 'enable' not allowed"}},
+		"scrape interval no unit":   {[]string{"--set", "metrics.podMonitor.interval=30"}, []string{schema, "at '/metrics/podMonitor/interval'"}},
+		"alert for not a duration":  {[]string{"--set", "prometheusRule.noLeader.for=soon"}, []string{schema, "at '/prometheusRule/noLeader/for'"}},
+		"failure ratio above 1":     {[]string{"--set", "prometheusRule.renewalsFailing.ratio=10"}, []string{schema, "at '/prometheusRule/renewalsFailing/ratio'"}},
+		"bad alert label name":      {[]string{"--set", "prometheusRule.alertLabels.team-name=x"}, []string{schema, "invalid propertyName 'team-name'"}},
 		"misspelled key in a file":  {[]string{"-f", writeValues(t, "timings:\n  leaseDurationSeconds: 15\n")}, []string{schema, "additional properties 'leaseDurationSeconds' not allowed"}},
 		"no ServiceAccount name":    {[]string{"--set", "serviceAccount.create=false"}, []string{"serviceAccount.name is required when serviceAccount.create is false"}},
 		"native sidecar on 1.28":    {[]string{"--set", "demo.enabled=true", "--kube-version", "1.28.5"}, []string{"nativeSidecar needs Kubernetes >= 1.29", "nativeSidecar=false"}},

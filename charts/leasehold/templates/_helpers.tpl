@@ -236,3 +236,48 @@ mount the volume read-only in the app container.
   securityContext:
     {{- toYaml .Values.securityContext | nindent 4 }}
 {{- end }}
+
+{{/*
+leasehold.metricsPodSelector: the matchLabels of the Pods that run the
+sidecar, which the PodMonitor and the metrics Service select:
+metrics.podSelector, else the demo Deployment's Pods. Without either there
+is nothing to select, and rendering a monitor fails.
+*/}}
+{{- define "leasehold.metricsPodSelector" -}}
+{{- if .Values.metrics.podSelector }}
+{{- toYaml .Values.metrics.podSelector }}
+{{- else if .Values.demo.enabled }}
+{{- include "leasehold.selectorLabels" . }}
+app.kubernetes.io/component: demo
+{{- else }}
+{{- fail "metrics.podSelector is required for metrics.serviceMonitor and metrics.podMonitor unless demo.enabled: set it to the labels of the Pods that run the leasehold sidecar" }}
+{{- end }}
+{{- end }}
+
+{{/*
+leasehold.metricsEndpoint: the scrape settings shared by the ServiceMonitor
+and the PodMonitor endpoint (port, path, honorLabels, interval, timeout).
+Takes a dict with "monitor" (metrics.serviceMonitor or metrics.podMonitor).
+honorLabels keeps leasehold's own namespace label (the Lease's namespace)
+instead of renaming it exported_namespace next to the target's (the
+Pod's); in this chart the two are the same namespace.
+*/}}
+{{- define "leasehold.metricsEndpoint" -}}
+port: leasehold-ops
+path: /metrics
+honorLabels: true
+{{- with .monitor.interval }}
+interval: {{ . }}
+{{- end }}
+{{- with .monitor.scrapeTimeout }}
+scrapeTimeout: {{ . }}
+{{- end }}
+{{- end }}
+
+{{/*
+leasehold.alertSelector: the PromQL label matchers of this release's
+election: its Lease in the release namespace.
+*/}}
+{{- define "leasehold.alertSelector" -}}
+namespace="{{ .Release.Namespace }}",lease="{{ include "leasehold.leaseName" . }}"
+{{- end }}
