@@ -3,6 +3,7 @@ package examples_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"slices"
@@ -19,9 +20,29 @@ import (
 	"github.com/leasehold/leasehold/internal/kubetest"
 )
 
-// imageBinary is where the image puts leasehold (the Dockerfile's
-// ENTRYPOINT); exec hooks in its container name it so.
-const imageBinary = "/leasehold"
+// imageBinary is where the image puts leasehold: the Dockerfile's
+// ENTRYPOINT (exec form, the binary alone). Exec hooks in its container
+// name it so.
+func imageBinary(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entrypoint []string
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "ENTRYPOINT "); ok {
+			entrypoint = nil
+			if err := json.Unmarshal([]byte(rest), &entrypoint); err != nil {
+				t.Fatalf("Dockerfile ENTRYPOINT %s: %v", rest, err)
+			}
+		}
+	}
+	if len(entrypoint) != 1 {
+		t.Fatalf("Dockerfile ENTRYPOINT %q: want the binary alone", entrypoint)
+	}
+	return entrypoint[0]
+}
 
 // The pre-1.29 manifest's preStop hook is on the leasehold container
 // itself, runs the image's own binary (the app image needs no curl), and
@@ -54,8 +75,8 @@ func TestPreStopManifestReleasesWithTheImagesBinary(t *testing.T) {
 		}
 		hook, hookEnv = c.Lifecycle.PreStop.Exec.Command, c.Env
 	}
-	if len(hook) < 2 || hook[0] != imageBinary || hook[1] != "release" {
-		t.Fatalf("leasehold's preStop hook %q: want [%s release ...]", hook, imageBinary)
+	if bin := imageBinary(t); len(hook) < 2 || hook[0] != bin || hook[1] != "release" {
+		t.Fatalf("leasehold's preStop hook %q: want [%s release ...] (the image's binary)", hook, bin)
 	}
 	if slices.ContainsFunc(hookEnv, func(e corev1.EnvVar) bool { return e.Name == "LEASEHOLD_API_ADDR" }) {
 		t.Fatal("the manifest sets LEASEHOLD_API_ADDR: the test below assumes the default")
