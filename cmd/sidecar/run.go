@@ -68,7 +68,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 
 	restConfig, err := kubeclient.New(kubeclient.Options{
 		Kubeconfig: os.Getenv("KUBECONFIG"),
-		UserAgent:  "leasehold/" + version,
+		UserAgent:  "leasehold/" + currentVersion().Version,
 		Requests:   kubeclient.NewRequestMetrics(leasehold),
 	})
 	if err != nil {
@@ -101,7 +101,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		LeaseDuration: cfg.LeaseDuration,
 		Registry:      registry,
 		Registerer:    leasehold,
-		Version:       version,
+		Version:       currentVersion().Version,
 		Logger:        log,
 	}
 	var prober *apphealth.Prober
@@ -159,7 +159,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 			}
 		}()
 	}
-	log.Info("leasehold started", "version", version, "identity", cfg.Identity,
+	log.Info("leasehold started", "version", currentVersion().Version, "identity", cfg.Identity,
 		"lease", cfg.LeaseNamespace+"/"+cfg.LeaseName, "api", apiListener.Addr().String(), "ops", opsListener.Addr().String(),
 		"appHealth", cfg.AppHealth.URL, "podLabel", cfg.PodLabel)
 

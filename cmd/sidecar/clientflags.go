@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// Output formats of the client commands (-o).
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+// clientFlags are the flags every client command (status, token, wait,
+// release) has.
+type clientFlags struct {
+	addr   string
+	output string
+}
+
+// addClientFlags defines --addr and -o on fs. The default address is
+// LEASEHOLD_API_ADDR when set: in the sidecar's own container (kubectl
+// exec, a preStop hook) that is where the sidecar listens.
+func addClientFlags(fs *flag.FlagSet, getenv func(string) string, outputHelp string) *clientFlags {
+	f := &clientFlags{}
+	def := defaultAddr
+	if v := getenv("LEASEHOLD_API_ADDR"); v != "" {
+		def = v
+	}
+	fs.StringVar(&f.addr, "addr", def,
+		"the sidecar's API at `HOST:PORT` or http://HOST:PORT (the default is $LEASEHOLD_API_ADDR when set)")
+	fs.StringVar(&f.output, "o", outputText, "output `format`: "+outputHelp)
+	return f
+}
+
+// client checks the flags and returns the client they describe; an error
+// is a usage error.
+func (f *clientFlags) client() (*sidecarClient, error) {
+	if f.output != outputText && f.output != outputJSON {
+		return nil, fmt.Errorf("-o %q: want text or json", f.output)
+	}
+	base, err := sidecarURL(f.addr)
+	if err != nil {
+		return nil, fmt.Errorf("--addr %w", err)
+	}
+	return newSidecarClient(base), nil
+}
+
+// clientCommandFlags builds the flag set of a client command: --addr, -o
+// and what more adds.
+func clientCommandFlags(name string, getenv func(string) string, outputHelp string) (*flag.FlagSet, *clientFlags) {
+	fs := flag.NewFlagSet("leasehold "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs, addClientFlags(fs, getenv, outputHelp)
+}
+
+// failed reports err, from a request to the sidecar, on stderr and returns
+// the exit status: exitUsage for a value the sidecar refused (400),
+// exitNoAnswer for anything else.
+func failed(e *env, name string, err error) int {
+	fmt.Fprintf(e.stderr, "leasehold %s: %v\n", name, err)
+	if r, ok := errors.AsType[*refusedError](err); ok && r.code == 400 {
+		return exitUsage
+	}
+	if _, ok := errors.AsType[*unreachableError](err); ok {
+		fmt.Fprintf(e.stderr, "leasehold %s: is the leasehold sidecar running in this pod, listening on that address? (--addr; LEASEHOLD_API_ADDR)\n", name)
+	}
+	return exitNoAnswer
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/httpapi"
+)
+
+// requestTimeout bounds a request of status and token.
+const requestTimeout = 10 * time.Second
+
+// statusCommand is `leasehold status`: GET /v1/status, as a table or as
+// the API's JSON.
+func statusCommand() *command {
+	c := &command{
+		name:    "status",
+		summary: "show this instance's view of the election (GET /v1/status)",
+		usage:   "leasehold status [--addr HOST:PORT] [-o text|json]",
+	}
+	flags := func(getenv func(string) string) (*flag.FlagSet, *clientFlags) {
+		return clientCommandFlags(c.name, getenv, "text (a table) or json (the API's answer, verbatim)")
+	}
+	c.help = func(w io.Writer, getenv func(string) string) {
+		fs, _ := flags(getenv)
+		printCommandHelp(w, c, `
+Shows what the sidecar knows: the Lease, this instance's identity, whether it
+leads and for how long, the holder, the term and fencing token, whether it is
+a candidate, when the Lease was acquired, renewed and last observed, the last
+error of the election (a 403, a missing namespace), and the app's health when
+health-gated candidacy is on. It exits 0 whenever the sidecar answers, leader
+or not: use 'leasehold token' or 'leasehold wait' to test leadership.`, fs, clientExitStatuses)
+	}
+	c.run = func(args []string, e *env) int {
+		fs, cf := flags(e.getenv)
+		if status, done := parseFlags(fs, c, args, e); done {
+			return status
+		}
+		client, err := cf.client()
+		if err != nil {
+			return usageError(e, c, err.Error())
+		}
+		defer client.close()
+		a, err := client.do(e.ctx, http.MethodGet, "/v1/status", nil, requestTimeout)
+		if err == nil && a.code != http.StatusOK {
+			err = client.refused(http.MethodGet, "/v1/status", a)
+		}
+		var st httpapi.Status
+		if err == nil {
+			if jerr := json.Unmarshal(a.body, &st); jerr != nil {
+				err = fmt.Errorf("GET %s: not a status: %v", client.url("/v1/status", nil), jerr)
+			}
+		}
+		if err != nil {
+			return failed(e, c.name, err)
+		}
+		if cf.output == outputJSON {
+			_, _ = e.stdout.Write(a.body)
+			return exitDone
+		}
+		printStatus(e.stdout, st, e.now())
+		return exitDone
+	}
+	return c
+}
+
+// printStatus writes st as a two-column table, times also relative to now.
+func printStatus(w io.Writer, st httpapi.Status, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("lease", st.Namespace+"/"+st.Lease)
+	row("identity", st.Identity)
+	if st.Leader {
+		row("leader", fmt.Sprintf("yes, valid for %v (until %s)", time.Duration(st.ValidForMs)*time.Millisecond, st.ValidUntil))
+	} else {
+		row("leader", "no")
+	}
+	switch {
+	case st.Holder == "":
+		row("holder", "none")
+	case st.Holder == st.Identity:
+		row("holder", st.Holder+" (this instance)")
+	default:
+		row("holder", st.Holder)
+	}
+	row("term", strconv.FormatInt(int64(st.Term), 10))
+	row("fencing token", st.FencingToken.String())
+	if st.Candidate {
+		row("candidate", "yes")
+	} else {
+		row("candidate", "no (out of the election: released, or the app is unhealthy)")
+	}
+	row("acquired", when(st.AcquiredAt, now))
+	row("renewed", when(st.RenewedAt, now))
+	row("observed", when(st.ObservedAt, now))
+	if st.LastError == nil {
+		row("last error", "none")
+	} else {
+		row("last error", fmt.Sprintf("%s (%s)", *st.LastError, when(st.LastErrorAt, now)))
+	}
+	if h := st.AppHealth; h != nil {
+		if h.Healthy {
+			row("app health", fmt.Sprintf("healthy (last checked %s)", when(h.LastCheckAt, now)))
+		} else {
+			row("app health", fmt.Sprintf("unhealthy: %d failed probes in a row, last: %s (last success %s)",
+				h.ConsecutiveFailures, h.LastError, when(h.LastSuccessAt, now)))
+		}
+	}
+	row("index", strconv.FormatUint(st.Index, 10))
+	_ = tw.Flush()
+}
+
+// when formats an RFC 3339 timestamp of the API with how long ago it was
+// (or how far ahead): "-" when absent, the raw value when it does not
+// parse.
+func when(ts string, now time.Time) string {
+	if ts == "" {
+		return "-"
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return ts
+	}
+	d := now.Sub(t).Round(time.Millisecond)
+	if d < 0 {
+		return fmt.Sprintf("%s (in %v)", ts, -d)
+	}
+	return fmt.Sprintf("%s (%v ago)", ts, d)
+}
