@@ -30,6 +30,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics receives the election's counters; nil means unregistered ones.
 	Metrics *Metrics
+	// Notify, when not nil, receives a value, without blocking, after every
+	// Snapshot the loop publishes (renewals and changes that do not move
+	// Index included): a lease group reads its Leases' snapshots when told.
+	// Give it a capacity of 1: notices that find it full are coalesced.
+	Notify chan<- struct{}
 }
 
 // LeaseClient is what the elector needs of a client of the Leases of one

@@ -91,6 +91,12 @@ func (d *driver) apply(out decide.Output) error {
 		}
 	}
 	d.publish(out.Report)
+	if d.cfg.Notify != nil {
+		select {
+		case d.cfg.Notify <- struct{}{}:
+		default: // a notice is pending: the reader loads the latest snapshot
+		}
+	}
 	if out.AwaitHolds != 0 {
 		d.cleared = d.holds.drain(out.AwaitHolds)
 	}
@@ -168,6 +174,7 @@ func (d *driver) publish(r decide.Report) {
 		AcquiredAt:  r.AcquiredAt,
 		RenewedAt:   r.RenewedAt,
 		ObservedAt:  r.ObservedAt,
+		FreeAt:      r.FreeAt,
 		Observed:    r.Observed,
 		WatchUp:     r.WatchUp,
 		Candidate:   r.Candidate,

@@ -27,6 +27,11 @@ type Snapshot struct {
 	AcquiredAt time.Time // the Lease's acquireTime, as written by the holder
 	RenewedAt  time.Time // the Lease's renewTime, as written by the holder
 	ObservedAt time.Time // local time this instance last saw the Lease change
+	// FreeAt is when this instance judges the Lease free to take: the
+	// claim of its holder (one it may not have seen, for a record emptied
+	// by hand) ends. Zero when it is free now, missing, or this instance's
+	// own. Changes alone do not move Index.
+	FreeAt time.Time
 
 	// Observed is true once the Lease has been read, found missing, or
 	// acquired at least once.

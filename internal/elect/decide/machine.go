@@ -325,6 +325,9 @@ func (m *Machine) report(now time.Time) Report {
 		LastError:   m.lastError,
 		LastErrorAt: m.errorAt,
 	}
+	if m.lease != nil && !m.namesMe() && now.Before(m.notBefore) {
+		r.FreeAt = m.notBefore
+	}
 	if m.lease != nil {
 		r.AcquiredAt = microTimeOf(m.lease.Spec.AcquireTime)
 		r.RenewedAt = microTimeOf(m.lease.Spec.RenewTime)

@@ -101,6 +101,12 @@ type Report struct {
 	AcquiredAt time.Time // the Lease's acquireTime, as written by the holder
 	RenewedAt  time.Time // the Lease's renewTime, as written by the holder
 	ObservedAt time.Time // local time this instance first observed the current version
+	// FreeAt is when the record becomes free for this instance to take, as
+	// it judges the claim of the holder (or of a holder it may not have
+	// seen) on the current version: zero when it is free now, missing, or
+	// this instance's own. A holder other than this instance leads validly,
+	// as far as this instance can tell, only before FreeAt.
+	FreeAt time.Time
 
 	Observed  bool      // the Lease has been read, or found missing, at least once
 	WatchUp   bool      // a watch on the Lease is open
