@@ -1,0 +1,218 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/elect"
+)
+
+// Group runs one instance of a lease group: an elect.Elector per Lease,
+// the member Lease, and the loop that decides, from what the electors and
+// the membership report, which Leases this instance campaigns for.
+//
+// Safety is each Elector's: the group only puts an Elector in or out of the
+// election (SetCandidate), and taking it out releases its Lease safely. So
+// every Lease of a group keeps every guarantee of a single Lease (its own
+// fencing token, validity, immediate step-down, safe release, watch-driven
+// takeover), whatever the membership view.
+type Group struct {
+	cfg      Config
+	clock    clock.WithTicker
+	log      *slog.Logger
+	electors []*elect.Elector
+	members  *membership
+	metrics  *metrics
+
+	snapshots *Publisher
+	notify    chan struct{} // electors and membership: something changed
+	fitness   chan fitRequest
+	started   atomic.Bool
+	done      chan struct{}
+}
+
+type fitRequest struct {
+	fit    bool
+	reason string
+	reply  chan struct{}
+}
+
+// New checks cfg and builds the group's electors; nothing runs before Run.
+func New(cfg Config) (*Group, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	g := &Group{
+		cfg:     cfg,
+		clock:   cfg.Clock,
+		log:     cfg.Logger,
+		notify:  make(chan struct{}, 1),
+		fitness: make(chan fitRequest),
+		done:    make(chan struct{}),
+	}
+	if g.clock == nil {
+		g.clock = clock.RealClock{}
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	g.metrics = newMetrics(cfg.Registerer)
+	for _, name := range cfg.Leases {
+		ec := cfg.Election
+		ec.Name = name
+		// A member campaigns only for what the plan gives it; an observer
+		// never does; a greedy member campaigns for all once fit.
+		ec.StartWithdrawn = !cfg.Candidate || cfg.Balance || cfg.Election.StartWithdrawn
+		var reg prometheus.Registerer
+		if cfg.Registerer != nil {
+			reg = prometheus.WrapRegistererWith(prometheus.Labels{"lease": name}, cfg.Registerer)
+		}
+		e, err := elect.New(elect.Config{
+			Config:  ec,
+			Leases:  cfg.Client,
+			Clock:   g.clock,
+			Logger:  g.log,
+			Metrics: elect.NewMetrics(reg),
+			Notify:  g.notify,
+		})
+		if err != nil {
+			return nil, err
+		}
+		g.electors = append(g.electors, e)
+	}
+	if cfg.Candidate {
+		g.members = &membership{
+			group:    cfg.Name,
+			identity: cfg.Election.Identity,
+			name:     MemberLeaseName(cfg.Name, cfg.Election.Identity),
+			ttl:      cfg.Election.LeaseDuration,
+			leases:   cfg.Client,
+			clock:    g.clock,
+			log:      g.log.With("group", cfg.Name),
+			timeout:  cfg.requestTimeout(),
+			notify:   g.notify,
+			wake:     make(chan struct{}, 1),
+			records:  map[string]memberRecord{},
+		}
+		g.members.wanted.Store(!cfg.Election.StartWithdrawn)
+	}
+	g.snapshots = NewPublisher(g.collect(g.clock.Now()))
+	return g, nil
+}
+
+// Snapshot returns the latest published group state.
+func (g *Group) Snapshot() *Snapshot { return g.snapshots.Snapshot() }
+
+// Electors returns the group's electors, in configured order.
+func (g *Group) Electors() []*elect.Elector { return slices.Clone(g.electors) }
+
+// Done is closed when Run has returned.
+func (g *Group) Done() <-chan struct{} { return g.done }
+
+// SetCandidate makes this instance a member of the group (true) or takes
+// it out (false: it leaves the membership, so the others take its share,
+// and releases every Lease it holds safely). It is how health-gated
+// candidacy drives a group. It returns once the loop has taken the change;
+// the releases follow. The bool is always false: releases are reported per
+// Lease.
+func (g *Group) SetCandidate(ctx context.Context, fit bool, reason string) (bool, error) {
+	req := fitRequest{fit: fit, reason: reason, reply: make(chan struct{})}
+	select {
+	case g.fitness <- req:
+	case <-g.done:
+		return false, elect.ErrStopped
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	select {
+	case <-req.reply:
+		return false, nil
+	case <-g.done:
+		return false, elect.ErrStopped
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// Run runs the group until ctx ends. On the way out it leaves the
+// membership first (so the others plan for this instance's Leases), then
+// stops every elector, which releases what it holds (ReleaseOnStop). It
+// returns a non-nil error if an election cannot go on safely; the whole
+// group then stops.
+func (g *Group) Run(ctx context.Context) error {
+	if !g.started.CompareAndSwap(false, true) {
+		return errors.New("group: Run called twice")
+	}
+	defer close(g.done)
+
+	electCtx, stopElectors := context.WithCancel(context.Background())
+	defer stopElectors()
+	var electors sync.WaitGroup
+	failed := make(chan error, len(g.electors))
+	for _, e := range g.electors {
+		electors.Go(func() {
+			if err := e.Run(electCtx); err != nil {
+				failed <- err
+			}
+		})
+	}
+	memberCtx, stopMembers := context.WithCancel(context.Background())
+	var membersDone sync.WaitGroup
+	if g.members != nil {
+		membersDone.Go(func() { g.members.run(memberCtx) })
+	}
+
+	l := &loop{Group: g, requested: make([]bool, len(g.electors)), inflight: make([]bool, len(g.electors)),
+		results: make(chan int, len(g.electors)), fit: !g.cfg.Election.StartWithdrawn}
+	for i := range l.requested {
+		l.requested[i] = !g.cfg.Balance && g.cfg.Candidate && l.fit
+	}
+	err := l.run(ctx, failed)
+
+	stopMembers()
+	membersDone.Wait() // the member Lease is gone (or its delete failed)
+	stopElectors()
+	electors.Wait()
+	l.calls.Wait()
+	g.snapshots.Publish(g.collect(g.clock.Now()))
+	return err
+}
+
+// collect is the group state now.
+func (g *Group) collect(now time.Time) Snapshot {
+	s := Snapshot{Name: g.cfg.Name, Leases: make([]*elect.Snapshot, len(g.electors)), Membership: g.members != nil}
+	for i, e := range g.electors {
+		s.Leases[i] = e.Snapshot()
+	}
+	if g.members != nil {
+		if m := g.members.load(); m != nil {
+			s.Members = len(m.Identities)
+		}
+	}
+	if g.snapshots == nil {
+		s.Index = uint64(max(now.UnixMicro(), 0))
+	}
+	g.metrics.members.Set(float64(s.Members))
+	return s
+}
+
+// holderOf is the valid holder of the Lease snap describes, as this
+// instance judges it at now: itself while leading; another holder until
+// FreeAt; else nobody.
+func holderOf(snap *elect.Snapshot, now time.Time) string {
+	switch {
+	case snap.Leading:
+		return snap.Identity
+	case snap.Holder != "" && now.Before(snap.FreeAt):
+		return snap.Holder
+	}
+	return ""
+}

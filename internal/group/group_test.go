@@ -1,0 +1,327 @@
+package group_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	"github.com/leasehold/leasehold/internal/elect/decide"
+	"github.com/leasehold/leasehold/internal/group"
+	"github.com/leasehold/leasehold/internal/kubeclient"
+	"github.com/leasehold/leasehold/internal/kubetest"
+)
+
+var cluster *kubetest.Cluster
+
+// TestMain runs the tests against one real apiserver, then checks that no
+// goroutine of a group outlived it.
+func TestMain(m *testing.M) {
+	os.Exit(kubetest.LeakCheck(kubetest.Main(m, &cluster)))
+}
+
+const (
+	leaseDuration = 3 * time.Second
+	renewDeadline = 2 * time.Second
+	retryPeriod   = 500 * time.Millisecond
+	// generous bounds real-time waits on a shared, noisy machine.
+	generous = 30 * time.Second
+)
+
+type fixture struct {
+	t         *testing.T
+	namespace string
+	client    group.LeaseClient
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ns, err := kubetest.Require(t, cluster).CreateNamespace(t.Context(), "group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, namespace: ns, client: cluster.Clientset().CoordinationV1().Leases(ns)}
+}
+
+func shardNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("orders-%d", i)
+	}
+	return names
+}
+
+// member is one running group instance.
+type member struct {
+	*group.Group
+	id     string
+	cancel context.CancelFunc
+	err    chan error
+}
+
+func (f *fixture) start(id string, leases []string, configure ...func(*group.Config)) *member {
+	f.t.Helper()
+	client, err := kubeclient.NewLeaseClient(rest.CopyConfig(cluster.Admin().Config), f.namespace)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cfg := group.Config{
+		Name:   "orders",
+		Leases: leases,
+		Election: decide.Config{
+			Namespace: f.namespace, Identity: id,
+			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+			ReleaseOnStop: true,
+		},
+		Candidate: true,
+		Balance:   true,
+		Client:    client,
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	g, err := group.New(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &member{Group: g, id: id, cancel: cancel, err: make(chan error, 1)}
+	go func() { m.err <- g.Run(ctx) }()
+	f.t.Cleanup(func() { m.stop(f.t) })
+	return m
+}
+
+func (m *member) stop(t *testing.T) {
+	t.Helper()
+	m.cancel()
+	select {
+	case err := <-m.err:
+		if err != nil {
+			t.Errorf("%s: Run: %v", m.id, err)
+		}
+		m.err <- nil
+	case <-time.After(generous):
+		t.Fatalf("%s: Run did not return after cancel", m.id)
+	}
+}
+
+// held counts the Leases m leads validly now.
+func (m *member) held() int {
+	n, now := 0, time.Now()
+	for _, s := range m.Snapshot().Leases {
+		if s.IsLeader(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitHeld waits until each member holds the count given, and checks at
+// every sample that no Lease has two valid leaders among them.
+func waitHeld(t *testing.T, members []*member, want []int) {
+	t.Helper()
+	deadline := time.Now().Add(generous)
+	for {
+		checkOneLeader(t, members)
+		got := make([]int, len(members))
+		for i, m := range members {
+			got[i] = m.held()
+		}
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("held %v, want %v", got, want)
+		}
+		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
+	}
+}
+
+func checkOneLeader(t *testing.T, members []*member) {
+	t.Helper()
+	now := time.Now()
+	leaders := map[string][]string{}
+	for _, m := range members {
+		for _, s := range m.Snapshot().Leases {
+			if s.IsLeader(now) {
+				leaders[s.Lease] = append(leaders[s.Lease], m.id)
+			}
+		}
+	}
+	for lease, ids := range leaders {
+		if len(ids) > 1 {
+			t.Fatalf("Lease %s has two valid leaders: %v", lease, ids)
+		}
+	}
+}
+
+// moveCounter counts, from a watch on the namespace's Leases, how often a
+// shard's holder changed from one identity to another (a release in
+// between does not count twice).
+type moveCounter struct {
+	mu    sync.Mutex
+	last  map[string]string
+	moves int
+	stop  func()
+	done  chan struct{}
+}
+
+func (f *fixture) countMoves() *moveCounter {
+	f.t.Helper()
+	w, err := f.client.Watch(f.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c := &moveCounter{last: map[string]string{}, stop: w.Stop, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for ev := range w.ResultChan() {
+			l, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok || ev.Type == watch.Deleted || strings.Contains(l.Name, "-member-") || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+				continue
+			}
+			c.mu.Lock()
+			if prev, ok := c.last[l.Name]; ok && prev != *l.Spec.HolderIdentity {
+				c.moves++
+			}
+			c.last[l.Name] = *l.Spec.HolderIdentity
+			c.mu.Unlock()
+		}
+	}()
+	f.t.Cleanup(func() { c.stop(); <-c.done })
+	return c
+}
+
+func (c *moveCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.moves
+}
+
+// TestScaleUpMovesTheFewestLeases: one member holds all 16 shards; three
+// join at once; each ends with 4, and exactly 12 shards changed hands.
+// Then one leaves gracefully: its shards are re-held by the others, 6/5/5
+// (⌊16/3⌋ or ⌈16/3⌉), and nothing else moves.
+func TestScaleUpMovesTheFewestLeases(t *testing.T) {
+	f := newFixture(t)
+	leases := shardNames(16)
+	moves := f.countMoves()
+	a := f.start("a", leases)
+	waitHeld(t, []*member{a}, []int{16})
+	if got := moves.count(); got != 0 {
+		t.Fatalf("%d moves before the scale-up", got)
+	}
+
+	b, c, d := f.start("b", leases), f.start("c", leases), f.start("d", leases)
+	all := []*member{a, b, c, d}
+	waitHeld(t, all, []int{4, 4, 4, 4})
+	for _, m := range all {
+		if got := m.Snapshot().Members; got != 4 {
+			t.Errorf("%s sees %d members, want 4", m.id, got)
+		}
+	}
+	if got := moves.count(); got != 12 {
+		t.Errorf("scale-up 1 → 4 moved %d shards, want exactly 12", got)
+	}
+
+	stopped := time.Now()
+	d.stop(t)
+	remaining := []*member{a, b, c}
+	waitHeld(t, remaining, heldOf(remaining, 16))
+	t.Logf("d's shards re-held %v after it was asked to stop", time.Since(stopped))
+	if got := moves.count(); got != 16 {
+		t.Errorf("after d left, %d moves in all, want 16 (12 + d's 4)", got)
+	}
+}
+
+// heldOf is the settled count of each member for n Leases: the members that
+// hold the most now get ⌈n/M⌉, as group.Assign gives them.
+func heldOf(members []*member, n int) []int {
+	counts := make([]int, len(members))
+	for i, m := range members {
+		counts[i] = m.held()
+	}
+	order := make([]int, len(members))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int {
+		if counts[x] != counts[y] {
+			return counts[y] - counts[x]
+		}
+		return strings.Compare(members[x].id, members[y].id)
+	})
+	want := make([]int, len(members))
+	for rank, i := range order {
+		want[i] = n / len(members)
+		if rank < n%len(members) {
+			want[i]++
+		}
+	}
+	return want
+}
+
+// TestObserverFollowsWithoutCampaigning: an observer reports every Lease's
+// holder and token, never holds one, and is not a member.
+func TestObserverFollowsWithoutCampaigning(t *testing.T) {
+	f := newFixture(t)
+	leases := shardNames(3)
+	a := f.start("a", leases)
+	obs := f.start("observer", leases, func(c *group.Config) { c.Candidate = false })
+	waitHeld(t, []*member{a, obs}, []int{3, 0})
+	deadline := time.Now().Add(generous)
+	for {
+		snap := obs.Snapshot()
+		ok := true
+		for i, s := range snap.Leases {
+			ok = ok && s.Holder == "a" && s.Token == a.Snapshot().Leases[i].Token && !s.Candidate
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("observer's view: %+v", snap.Leases[0])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := a.Snapshot().Members; got != 1 {
+		t.Errorf("a sees %d members, want 1 (the observer is not one)", got)
+	}
+	if obs.Snapshot().Membership {
+		t.Error("the observer reports a membership")
+	}
+	if _, err := f.client.Get(t.Context(), group.MemberLeaseName("orders", "observer"), metav1.GetOptions{}); err == nil {
+		t.Error("the observer wrote a member Lease")
+	}
+}
+
+// TestGreedyTakesEverything: with Balance false, the first member keeps
+// every Lease even when others join (client-go's behaviour).
+func TestGreedyTakesEverything(t *testing.T) {
+	f := newFixture(t)
+	leases := shardNames(4)
+	greedy := func(c *group.Config) { c.Balance = false }
+	a := f.start("a", leases, greedy)
+	waitHeld(t, []*member{a}, []int{4})
+	b := f.start("b", leases, greedy)
+	deadline := time.Now().Add(3 * leaseDuration)
+	for time.Now().Before(deadline) {
+		checkOneLeader(t, []*member{a, b})
+		if b.held() != 0 {
+			t.Fatalf("b took a Lease from a greedy holder")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if b.Snapshot().Members != 2 {
+		t.Errorf("b sees %d members, want 2", b.Snapshot().Members)
+	}
+}

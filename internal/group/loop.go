@@ -1,0 +1,135 @@
+package group
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/elect"
+)
+
+// loop is the group's one goroutine: it publishes the group state and puts
+// each elector in or out of the election as the plan says. It owns the
+// fields below.
+type loop struct {
+	*Group
+	fit       bool   // a member (health-gated candidacy lets it be)
+	requested []bool // candidacy last asked of each elector
+	inflight  []bool // a SetCandidate call on that elector is under way
+	results   chan int
+	calls     sync.WaitGroup
+	leading   []bool // as last published, for the move counts
+}
+
+// run loops until ctx ends or an elector fails.
+func (l *loop) run(ctx context.Context, failed <-chan error) error {
+	l.leading = make([]bool, len(l.electors))
+	for {
+		now := l.clock.Now()
+		snap := l.collect(now)
+		l.snapshots.Publish(snap)
+		l.countMoves(snap)
+		wake := l.plan(ctx, now, snap)
+		timer := l.clock.NewTimer(max(wake.Sub(now), 0))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case err := <-failed:
+			timer.Stop()
+			return err
+		case <-l.notify:
+		case i := <-l.results:
+			l.inflight[i] = false
+		case req := <-l.fitness:
+			if req.fit != l.fit {
+				l.log.Info("group membership changed by health-gated candidacy", "member", req.fit, "reason", req.reason)
+			}
+			l.fit = req.fit
+			if l.members != nil {
+				l.members.setMember(req.fit)
+			}
+			close(req.reply)
+		case <-timer.C():
+		}
+		timer.Stop()
+	}
+}
+
+// plan asks each elector for the candidacy the plan wants, one call at a
+// time per elector, and returns when to plan again at the latest.
+func (l *loop) plan(ctx context.Context, now time.Time, snap Snapshot) time.Time {
+	wake := now.Add(l.cfg.Election.LeaseDuration)
+	if !l.cfg.Candidate {
+		return wake
+	}
+	want := make([]bool, len(l.electors))
+	switch {
+	case !l.fit:
+	case !l.cfg.Balance:
+		for i := range want {
+			want[i] = true
+		}
+	default:
+		members := l.members.load()
+		if members == nil || !members.Listed || !allObserved(snap.Leases) {
+			return wake // too early to judge: change nothing
+		}
+		view := View{Self: l.cfg.Election.Identity, Members: members.Identities, Holders: make([]string, len(snap.Leases))}
+		for i, s := range snap.Leases {
+			view.Holders[i] = holderOf(s, now)
+			if s.FreeAt.After(now) && s.FreeAt.Before(wake) {
+				wake = s.FreeAt // a holder's claim ends: plan again then
+			}
+		}
+		settledAt := members.JoinedAt.Add(l.cfg.settleTime())
+		settled := !now.Before(settledAt)
+		if !settled && settledAt.Before(wake) {
+			wake = settledAt
+		}
+		want = Candidacy(view, settled)
+	}
+	for i, w := range want {
+		if w == l.requested[i] || l.inflight[i] {
+			continue
+		}
+		l.requested[i], l.inflight[i] = w, true
+		reason := "this Lease is in this member's share"
+		if !w {
+			reason = "this Lease is not in this member's share"
+			if !l.fit {
+				reason = "not a member"
+			}
+		}
+		e := l.electors[i]
+		l.calls.Go(func() {
+			defer func() { l.results <- i }()
+			if _, err := e.SetCandidate(ctx, w, reason); err != nil && ctx.Err() == nil {
+				l.log.Warn("candidacy change failed", "lease", snap.Leases[i].Lease, "candidate", w, "err", err)
+			}
+		})
+	}
+	return wake
+}
+
+// countMoves counts the Leases this instance started or stopped holding.
+func (l *loop) countMoves(snap Snapshot) {
+	for i, s := range snap.Leases {
+		switch {
+		case s.Leading && !l.leading[i]:
+			l.metrics.moves.WithLabelValues("in").Inc()
+		case !s.Leading && l.leading[i]:
+			l.metrics.moves.WithLabelValues("out").Inc()
+		}
+		l.leading[i] = s.Leading
+	}
+}
+
+func allObserved(leases []*elect.Snapshot) bool {
+	for _, s := range leases {
+		if !s.Observed {
+			return false
+		}
+	}
+	return true
+}

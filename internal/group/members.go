@@ -1,0 +1,390 @@
+package group
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/leasehold/leasehold/internal/elect"
+)
+
+// MemberLabel marks a member Lease with the name of its group.
+const MemberLabel = "leasehold.io/member-of"
+
+// MemberLeaseName is the name of identity's member Lease in group: the
+// group's name, "-member-", and 16 hex digits of a SHA-256 of the identity
+// (identities need not be valid object names).
+func MemberLeaseName(group, identity string) string {
+	sum := sha256.Sum256([]byte(identity))
+	return group + "-member-" + hex.EncodeToString(sum[:8])
+}
+
+// LeaseClient is what a group needs of a client of the Leases of its
+// namespace: an election's needs, plus Delete for the member Lease.
+type LeaseClient interface {
+	elect.LeaseClient
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// Members is the group's membership as one instance sees it at a moment.
+// Immutable.
+type Members struct {
+	// Identities are the live members, sorted.
+	Identities []string
+	// JoinedAt is the local time a member last joined (appeared among
+	// Identities), zero when none has.
+	JoinedAt time.Time
+	// Listed is true once the member Leases have been listed: before that,
+	// Identities says nothing.
+	Listed bool
+}
+
+// membership keeps this instance's member Lease while it is a member, and
+// follows the group's member Leases (list and watch by MemberLabel).
+//
+// A member is live, in this instance's view, from the moment a version of
+// its member Lease is observed until that version has been observed for
+// the record's leaseDurationSeconds: local time only, as for elections, so
+// clock offsets between nodes do no harm. A member renews every third of
+// its TTL, and deletes its Lease when it leaves (unfit, or shutting down),
+// so the others see it go within a round trip. Membership decides who
+// campaigns for what, never who may lead: that stays with each Lease's
+// election, so a wrong view costs balance, never safety.
+type membership struct {
+	group, identity, name string
+	ttl                   time.Duration
+	leases                LeaseClient
+	clock                 clock.WithTicker
+	log                   *slog.Logger
+	timeout               time.Duration // bound of each request
+	notify                chan<- struct{}
+
+	current atomic.Pointer[Members]
+	wanted  atomic.Bool   // be a member: set by setMember
+	wake    chan struct{} // capacity 1: wanted changed
+
+	// Owned by run.
+	records  map[string]memberRecord // by Lease name
+	joinedAt time.Time
+	listed   bool
+	want     bool                  // be a member, as last read from wanted
+	own      *coordinationv1.Lease // as last written, nil when not written
+	renewAt  time.Time
+}
+
+// memberRecord is one member Lease as observed.
+type memberRecord struct {
+	identity        string
+	resourceVersion string
+	seenAt          time.Time
+	ttl             time.Duration
+}
+
+func (r memberRecord) liveAt(now time.Time) bool {
+	return r.identity != "" && now.Before(r.seenAt.Add(r.ttl))
+}
+
+// memberEvent is what the watcher saw.
+type memberEvent struct {
+	list    []coordinationv1.Lease // a fresh list: replaces all records
+	listed  bool
+	lease   *coordinationv1.Lease // added or modified
+	deleted string                // name of a deleted member Lease
+}
+
+func (m *membership) load() *Members { return m.current.Load() }
+
+// setMember asks the loop to join (true) or leave (false). It never
+// blocks.
+func (m *membership) setMember(member bool) {
+	m.wanted.Store(member)
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run keeps membership until ctx ends, then deletes the member Lease (if
+// written) and returns.
+func (m *membership) run(ctx context.Context) {
+	events := make(chan memberEvent)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.watch(watchCtx, events)
+	}()
+	defer func() {
+		stopWatch()
+		<-done
+		m.leave()
+	}()
+	for {
+		if want := m.wanted.Load(); want != m.want {
+			if !want {
+				m.leave()
+			}
+			m.want = want
+		}
+		now := m.clock.Now()
+		if m.want && (m.own == nil || !now.Before(m.renewAt)) {
+			m.upkeep(ctx)
+			now = m.clock.Now()
+		}
+		m.publish(now)
+		timer := m.clock.NewTimer(max(m.nextWake(now).Sub(now), 0))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case ev := <-events:
+			m.observe(m.clock.Now(), ev)
+		case <-m.wake:
+		case <-timer.C():
+		}
+		timer.Stop()
+	}
+}
+
+// nextWake is the next renewal or member expiry.
+func (m *membership) nextWake(now time.Time) time.Time {
+	wake := now.Add(m.ttl)
+	if m.want {
+		if m.own == nil {
+			wake = now.Add(m.timeout) // retry a failed write
+		}
+		if m.renewAt.Before(wake) {
+			wake = m.renewAt
+		}
+	}
+	for _, r := range m.records {
+		if end := r.seenAt.Add(r.ttl); end.After(now) && end.Before(wake) {
+			wake = end
+		}
+	}
+	return wake
+}
+
+// upkeep creates or renews the member Lease.
+func (m *membership) upkeep(ctx context.Context) {
+	reqCtx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	now := m.clock.Now()
+	var written *coordinationv1.Lease
+	var err error
+	if m.own == nil {
+		written, err = m.leases.Create(reqCtx, m.record(now, nil), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			var got *coordinationv1.Lease
+			if got, err = m.leases.Get(reqCtx, m.name, metav1.GetOptions{}); err == nil {
+				written, err = m.leases.Update(reqCtx, m.record(now, got), metav1.UpdateOptions{})
+			}
+		}
+	} else {
+		written, err = m.leases.Update(reqCtx, m.record(now, m.own), metav1.UpdateOptions{})
+	}
+	if err != nil {
+		m.log.Warn("member Lease write failed", "err", err)
+		if m.own != nil && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+			m.own = nil // edited or deleted by someone else: write afresh
+		}
+		m.renewAt = now.Add(m.timeout)
+		return
+	}
+	m.own = written
+	m.renewAt = now.Add(m.ttl / 3)
+	m.observe(m.clock.Now(), memberEvent{lease: written})
+}
+
+// record is the member Lease to write at now, on base (nil for a Create).
+func (m *membership) record(now time.Time, base *coordinationv1.Lease) *coordinationv1.Lease {
+	l := &coordinationv1.Lease{}
+	if base != nil {
+		l = base.DeepCopy()
+	}
+	l.Name = m.name
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[MemberLabel] = m.group
+	t := metav1.NewMicroTime(now)
+	l.Spec.HolderIdentity = ptr.To(m.identity)
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(m.ttl / time.Second))
+	l.Spec.RenewTime = &t
+	if l.Spec.AcquireTime == nil {
+		l.Spec.AcquireTime = &t
+	}
+	return l
+}
+
+// leave deletes the member Lease, if written.
+func (m *membership) leave() {
+	if m.own == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.timeout)
+	defer cancel()
+	err := m.leases.Delete(ctx, m.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &m.own.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		m.log.Warn("member Lease delete failed; the others see this member go when it expires", "err", err)
+	}
+	m.own = nil
+	delete(m.records, m.name)
+}
+
+// observe applies a watcher event at now.
+func (m *membership) observe(now time.Time, ev memberEvent) {
+	switch {
+	case ev.listed:
+		fresh := map[string]memberRecord{}
+		for i := range ev.list {
+			l := &ev.list[i]
+			if old, ok := m.records[l.Name]; ok && old.resourceVersion == l.ResourceVersion {
+				fresh[l.Name] = old // the same version: its clock keeps running
+				continue
+			}
+			fresh[l.Name] = recordOf(now, l)
+		}
+		m.records, m.listed = fresh, true
+	case ev.lease != nil:
+		old, ok := m.records[ev.lease.Name]
+		if ok && !newerRV(ev.lease.ResourceVersion, old.resourceVersion) {
+			return // stale or already known
+		}
+		m.records[ev.lease.Name] = recordOf(now, ev.lease)
+	case ev.deleted != "":
+		delete(m.records, ev.deleted)
+	}
+}
+
+func recordOf(now time.Time, l *coordinationv1.Lease) memberRecord {
+	r := memberRecord{resourceVersion: l.ResourceVersion, seenAt: now, ttl: time.Second}
+	if l.Spec.HolderIdentity != nil {
+		r.identity = *l.Spec.HolderIdentity
+	}
+	if d := l.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
+		r.ttl = time.Duration(*d) * time.Second
+	}
+	return r
+}
+
+// newerRV reports whether resourceVersion a is newer than b (a malformed
+// one counts as newer: it cannot be ordered).
+func newerRV(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err != nil || c > 0
+}
+
+// publish publishes the live members at now, and notifies on a change.
+func (m *membership) publish(now time.Time) {
+	var ids []string
+	for _, r := range m.records {
+		if r.liveAt(now) {
+			ids = append(ids, r.identity)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	prev := m.load()
+	if prev != nil && prev.Listed == m.listed && slices.Equal(prev.Identities, ids) {
+		return
+	}
+	if prev != nil {
+		for _, id := range ids {
+			if !slices.Contains(prev.Identities, id) {
+				m.joinedAt = now
+				break
+			}
+		}
+	}
+	m.current.Store(&Members{Identities: ids, JoinedAt: m.joinedAt, Listed: m.listed})
+	select {
+	case m.notify <- struct{}{}:
+	default:
+	}
+}
+
+// watch lists and watches the member Leases until ctx ends, sending what
+// it sees to out; it lists again after any error, with backoff.
+func (m *membership) watch(ctx context.Context, out chan<- memberEvent) {
+	selector := MemberLabel + "=" + m.group
+	backoff := m.timeout
+	for ctx.Err() == nil {
+		err := m.watchOnce(ctx, selector, out)
+		if ctx.Err() != nil {
+			return
+		}
+		m.log.Debug("member watch ended", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.clock.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func (m *membership) watchOnce(ctx context.Context, selector string, out chan<- memberEvent) error {
+	send := func(ev memberEvent) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	listCtx, cancel := context.WithTimeout(ctx, m.timeout)
+	list, err := m.leases.List(listCtx, metav1.ListOptions{LabelSelector: selector})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	if !send(memberEvent{list: list.Items, listed: true}) {
+		return ctx.Err()
+	}
+	w, err := m.leases.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	defer w.Stop()
+	for {
+		var ev watch.Event
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return errors.New("watch: stream closed by the server")
+			}
+			ev = e
+		}
+		l, ok := ev.Object.(*coordinationv1.Lease)
+		switch {
+		case ev.Type == watch.Error:
+			return fmt.Errorf("watch: %w", apierrors.FromObject(ev.Object))
+		case !ok:
+		case ev.Type == watch.Added || ev.Type == watch.Modified:
+			if !send(memberEvent{lease: l}) {
+				return ctx.Err()
+			}
+		case ev.Type == watch.Deleted:
+			if !send(memberEvent{deleted: l.Name}) {
+				return ctx.Err()
+			}
+		}
+	}
+}

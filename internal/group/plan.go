@@ -1,0 +1,136 @@
+package group
+
+import (
+	"cmp"
+	"slices"
+)
+
+// View is what the planner knows at one moment: who the live members are,
+// and who validly holds each Lease, as this instance judges both.
+type View struct {
+	// Self is this instance's identity.
+	Self string
+	// Members are the live members' identities, this instance's own
+	// included while it is a member. Order does not matter.
+	Members []string
+	// Holders are the valid holders of the group's Leases, in configured
+	// order: "" for a Lease that is free, missing, or whose holder's claim
+	// has ended.
+	Holders []string
+	// Declined marks, per member, the Leases it stays out of for now (after
+	// POST /v1/leases/{lease}/release?for=D). Nil when none.
+	Declined map[string][]bool
+}
+
+// Assign is the fair share: the member that should hold each Lease, in
+// configured order ("" when there is no member). With M members and L
+// Leases every member is given ⌊L/M⌋ or ⌈L/M⌉ Leases, and as few Leases as
+// possible change hands:
+//
+//   - Each member's quota is ⌊L/M⌋; the L mod M members that hold the most
+//     Leases now (ties broken by identity) get one more. So no member that
+//     holds its quota is asked to give a Lease up.
+//   - Each member keeps the Leases it holds, up to its quota (the first in
+//     configured order).
+//   - Every other Lease (free, held by a non-member, or above its holder's
+//     quota) goes to the members below their quota, in configured order of
+//     the Leases and identity order of the members.
+//
+// The moves are then exactly the Leases above their holders' quotas plus
+// those held by nobody or by non-members: the least any fair assignment
+// needs. Assign is a function of the view alone, so members that see the
+// same view agree on it, and once the holders match it, it assigns every
+// Lease to its holder: a settled group stays put.
+//
+// A member declining a Lease is never given it; if no member with room
+// remains, the Lease goes to the member with the fewest Leases (then by
+// identity) that does not decline it, above its quota: a Lease that a
+// member asked to be rid of still gets a holder.
+func Assign(v View) []string {
+	members := slices.Clone(v.Members)
+	slices.Sort(members)
+	members = slices.Compact(members)
+	assigned := make([]string, len(v.Holders))
+	if len(members) == 0 {
+		return assigned
+	}
+	isMember := make(map[string]bool, len(members))
+	held := make(map[string]int, len(members))
+	for _, m := range members {
+		isMember[m] = true
+	}
+	for _, h := range v.Holders {
+		if isMember[h] {
+			held[h]++
+		}
+	}
+
+	// Quotas: the extra Leases go to the members that hold the most.
+	byHeld := slices.Clone(members)
+	slices.SortStableFunc(byHeld, func(a, b string) int { return cmp.Compare(held[b], held[a]) })
+	quota := make(map[string]int, len(members))
+	base, extra := len(v.Holders)/len(members), len(v.Holders)%len(members)
+	for i, m := range byHeld {
+		quota[m] = base
+		if i < extra {
+			quota[m]++
+		}
+	}
+
+	declines := func(m string, lease int) bool {
+		d := v.Declined[m]
+		return lease < len(d) && d[lease]
+	}
+	count := make(map[string]int, len(members))
+	for i, h := range v.Holders {
+		if isMember[h] && count[h] < quota[h] && !declines(h, i) {
+			assigned[i] = h
+			count[h]++
+		}
+	}
+	for i := range v.Holders {
+		if assigned[i] != "" {
+			continue
+		}
+		for _, m := range members {
+			if count[m] < quota[m] && !declines(m, i) {
+				assigned[i] = m
+				count[m]++
+				break
+			}
+		}
+		if assigned[i] != "" {
+			continue
+		}
+		best := ""
+		for _, m := range members {
+			if !declines(m, i) && (best == "" || count[m] < count[best]) {
+				best = m
+			}
+		}
+		if best != "" {
+			assigned[i] = best
+			count[best]++
+		}
+	}
+	return assigned
+}
+
+// Candidacy says, per Lease in configured order, whether this instance
+// campaigns for it: for the Leases Assign gives it. While membership is
+// not settled (a member joined less than the settle time ago: others may
+// still be joining), it keeps campaigning for the Leases it holds, so that
+// a scale-up by several members moves each Lease once, not once per member
+// seen. Giving a Lease up is a safe release (elect.Elector.SetCandidate),
+// which the member it is assigned to, already campaigning, takes within a
+// round trip. An instance that is not among Members campaigns for none.
+func Candidacy(v View, settled bool) []bool {
+	want := make([]bool, len(v.Holders))
+	if !slices.Contains(v.Members, v.Self) {
+		return want
+	}
+	for i, m := range Assign(v) {
+		want[i] = m == v.Self || (!settled && v.Holders[i] == v.Self)
+	}
+	return want
+}

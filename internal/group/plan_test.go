@@ -1,0 +1,235 @@
+package group
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// shards returns n holders, all h.
+func holders(n int, h string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = h
+	}
+	return out
+}
+
+// moves counts the Leases whose assigned member differs from their holder.
+func moves(holders, assigned []string) int {
+	n := 0
+	for i := range holders {
+		if holders[i] != assigned[i] {
+			n++
+		}
+	}
+	return n
+}
+
+func counts(assigned []string) map[string]int {
+	c := map[string]int{}
+	for _, m := range assigned {
+		c[m]++
+	}
+	return c
+}
+
+func TestAssign(t *testing.T) {
+	abcd := []string{"d", "b", "a", "c"}
+	for _, tc := range []struct {
+		name      string
+		view      View
+		wantMoves int
+		wantCount map[string]int
+		check     func(t *testing.T, assigned []string)
+	}{{
+		name:      "scale-up 1 to 4 with 64 shards moves exactly 48",
+		view:      View{Members: abcd, Holders: holders(64, "a")},
+		wantMoves: 48,
+		wantCount: map[string]int{"a": 16, "b": 16, "c": 16, "d": 16},
+		check: func(t *testing.T, assigned []string) {
+			if !slices.Equal(assigned[:16], holders(16, "a")) {
+				t.Errorf("a should keep the first 16 shards: %v", assigned[:16])
+			}
+		},
+	}, {
+		name:      "scale-down 4 to 3: only the departed member's shards move",
+		view:      View{Members: []string{"a", "b", "c"}, Holders: slices.Concat(holders(16, "a"), holders(16, "b"), holders(16, "c"), holders(16, "d"))},
+		wantMoves: 16,
+		wantCount: map[string]int{"a": 22, "b": 21, "c": 21},
+	}, {
+		name:      "the extra Lease stays with the member that holds it",
+		view:      View{Members: []string{"a", "b", "c"}, Holders: []string{"c", "c", "c", "c", "a", "a", "a", "b", "b", "b"}},
+		wantMoves: 0,
+		wantCount: map[string]int{"a": 3, "b": 3, "c": 4},
+	}, {
+		name:      "free Leases go to the members below their quota",
+		view:      View{Members: []string{"a", "b"}, Holders: []string{"", "", "", "a"}},
+		wantMoves: 3,
+		wantCount: map[string]int{"a": 2, "b": 2},
+	}, {
+		name:      "a Lease held by a non-member is reassigned",
+		view:      View{Members: []string{"a", "b"}, Holders: []string{"gone", "a", "gone", "b"}},
+		wantMoves: 2,
+		wantCount: map[string]int{"a": 2, "b": 2},
+	}, {
+		name:      "no members: nobody is assigned",
+		view:      View{Holders: []string{"a", ""}},
+		wantMoves: 1,
+		wantCount: map[string]int{"": 2},
+	}, {
+		name:      "more members than Leases: one each, the holders keep theirs",
+		view:      View{Members: abcd, Holders: []string{"c", ""}},
+		wantMoves: 1,
+		check: func(t *testing.T, assigned []string) {
+			if assigned[0] != "c" || assigned[1] == "c" || assigned[1] == "" {
+				t.Errorf("assigned %v", assigned)
+			}
+		},
+	}, {
+		name: "a declined Lease goes to another member, above its quota if need be",
+		view: View{Members: []string{"a", "b"}, Holders: []string{"a", "", "b", "b"},
+			Declined: map[string][]bool{"a": {false, true}}},
+		wantMoves: 1,
+		wantCount: map[string]int{"a": 1, "b": 3},
+	}, {
+		name: "a Lease declined by every member stays unassigned",
+		view: View{Members: []string{"a", "b"}, Holders: []string{"", "a", "b"},
+			Declined: map[string][]bool{"a": {true}, "b": {true}}},
+		wantMoves: 0,
+		wantCount: map[string]int{"": 1, "a": 1, "b": 1},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			assigned := Assign(tc.view)
+			if got := moves(tc.view.Holders, assigned); got != tc.wantMoves {
+				t.Errorf("moves = %d, want %d (assigned %v)", got, tc.wantMoves, assigned)
+			}
+			if tc.wantCount != nil {
+				if got := counts(assigned); fmt.Sprint(got) != fmt.Sprint(tc.wantCount) {
+					t.Errorf("counts = %v, want %v", got, tc.wantCount)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, assigned)
+			}
+		})
+	}
+}
+
+// TestAssignProperties checks, on random views, that Assign is fair
+// (⌊L/M⌋ or ⌈L/M⌉ each), moves the fewest Leases any fair assignment can,
+// and is a fixed point once the holders match it (nothing flaps).
+func TestAssignProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	names := []string{"a", "b", "c", "d", "e", "f", "g"}
+	for trial := range 5000 {
+		members := names[:1+r.IntN(len(names))]
+		members = slices.Clone(members[r.IntN(len(members)):])
+		hs := make([]string, r.IntN(70))
+		for i := range hs {
+			switch k := r.IntN(len(names) + 2); {
+			case k < len(names):
+				hs[i] = names[k]
+			case k == len(names):
+				hs[i] = "gone"
+			}
+		}
+		v := View{Members: members, Holders: hs}
+		assigned := Assign(v)
+		m, l := len(members), len(hs)
+		c := counts(assigned)
+		for _, mem := range members {
+			if c[mem] != l/m && c[mem] != (l+m-1)/m {
+				t.Fatalf("trial %d: %s gets %d of %d Leases among %d members: %v", trial, mem, c[mem], l, m, assigned)
+			}
+		}
+		if c[""] != 0 {
+			t.Fatalf("trial %d: unassigned Leases with members: %v", trial, assigned)
+		}
+		if got, least := moves(hs, assigned), fewestMoves(members, hs); got != least {
+			t.Fatalf("trial %d: %d moves, the fewest possible is %d (holders %v, assigned %v)", trial, got, least, hs, assigned)
+		}
+		if again := Assign(View{Members: members, Holders: assigned}); !slices.Equal(again, assigned) {
+			t.Fatalf("trial %d: not a fixed point: %v then %v", trial, assigned, again)
+		}
+	}
+}
+
+// fewestMoves is the least number of Leases any fair assignment moves:
+// every Lease not held by a member, plus, per member, what it holds above
+// the largest quota it can get (⌈L/M⌉ for at most L mod M members, which
+// the members holding the most take).
+func fewestMoves(members, hs []string) int {
+	held := map[string]int{}
+	isMember := map[string]bool{}
+	for _, m := range members {
+		isMember[m] = true
+	}
+	n := 0
+	for _, h := range hs {
+		if isMember[h] {
+			held[h]++
+		} else {
+			n++
+		}
+	}
+	counts := make([]int, 0, len(members))
+	for _, m := range members {
+		counts = append(counts, held[m])
+	}
+	slices.Sort(counts)
+	slices.Reverse(counts)
+	base, extra := len(hs)/len(members), len(hs)%len(members)
+	for i, c := range counts {
+		q := base
+		if i < extra {
+			q++
+		}
+		n += max(0, c-q)
+	}
+	return n
+}
+
+func TestCandidacy(t *testing.T) {
+	all := holders(8, "a")
+	for _, tc := range []struct {
+		name    string
+		view    View
+		settled bool
+		want    []bool
+	}{{
+		name:    "settled: the holder of everything keeps its share",
+		view:    View{Self: "a", Members: []string{"a", "b"}, Holders: all},
+		settled: true,
+		want:    []bool{true, true, true, true, false, false, false, false},
+	}, {
+		name:    "not settled: it keeps what it holds for now",
+		view:    View{Self: "a", Members: []string{"a", "b"}, Holders: all},
+		settled: false,
+		want:    holdersBool(8, true),
+	}, {
+		name:    "the newcomer campaigns for its share at once",
+		view:    View{Self: "b", Members: []string{"a", "b"}, Holders: all},
+		settled: false,
+		want:    []bool{false, false, false, false, true, true, true, true},
+	}, {
+		name: "not a member: no candidacy",
+		view: View{Self: "c", Members: []string{"a", "b"}, Holders: all},
+		want: holdersBool(8, false),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Candidacy(tc.view, tc.settled); !slices.Equal(got, tc.want) {
+				t.Errorf("Candidacy = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func holdersBool(n int, b bool) []bool {
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = b
+	}
+	return out
+}
