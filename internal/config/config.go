@@ -42,8 +42,13 @@ const maxIdentityLen = 253
 // Loader.Load.
 type Config struct {
 	// LeaseName is the name of the coordination.k8s.io Lease
-	// (LEASEHOLD_LEASE_NAME, required; a DNS subdomain).
+	// (LEASEHOLD_LEASE_NAME; a DNS subdomain): the one Lease, or the
+	// shards' prefix; "" when LEASEHOLD_LEASES names roles.
 	LeaseName string
+
+	// Election says which Leases this instance follows: one, or a group of
+	// named roles or shards; and whether it campaigns (see group.go).
+	Election
 
 	// LeaseNamespace is the namespace of the Lease (LEASEHOLD_LEASE_NAMESPACE;
 	// default $POD_NAMESPACE, else the contents of the in-cluster namespace
@@ -121,6 +126,11 @@ type Config struct {
 // IDENTITY in the container's environment configure the sidecar.
 type spec struct {
 	LeaseName         string        `split_words:"true"`
+	Leases            string
+	Shards            *int  // nil when unset
+	Group             string
+	Balance           *bool // nil when unset
+	Candidate         bool `default:"true"`
 	LeaseNamespace    string        `split_words:"true"`
 	Identity          *string       // nil when LEASEHOLD_IDENTITY is unset
 	LeaseDuration     time.Duration `split_words:"true" default:"15s"`
@@ -159,6 +169,12 @@ const (
 	varAppHealthInterval         = Prefix + "_APP_HEALTH_INTERVAL"
 	varAppHealthFailureThreshold = Prefix + "_APP_HEALTH_FAILURE_THRESHOLD"
 	varPodLabel                  = Prefix + "_POD_LABEL"
+
+	varLeases    = Prefix + "_LEASES"
+	varShards    = Prefix + "_SHARDS"
+	varGroup     = Prefix + "_GROUP"
+	varBalance   = Prefix + "_BALANCE"
+	varCandidate = Prefix + "_CANDIDATE"
 )
 
 // Error is a configuration error: the variable Var breaks Rule. Every error
@@ -210,7 +226,8 @@ func Load() (Config, error) {
 // parsed at all (e.g. "abc" for a duration or bool) is reported first, also
 // as an *Error.
 //
-//  1. LEASEHOLD_LEASE_NAME is set and a valid DNS subdomain.
+//  1. The Leases: LEASEHOLD_LEASE_NAME is set and a valid DNS subdomain,
+//     or else LEASEHOLD_LEASES is (rule 12).
 //  2. The namespace resolves — LEASEHOLD_LEASE_NAMESPACE, else POD_NAMESPACE,
 //     else the trimmed contents of NamespaceFile; an empty variable counts as
 //     unset — and is a valid DNS label.
@@ -240,6 +257,18 @@ func Load() (Config, error) {
 //     set, and the Pod's namespace resolves: POD_NAMESPACE, else the
 //     namespace file (never LEASEHOLD_LEASE_NAMESPACE: the Lease may live
 //     elsewhere than the Pod).
+//  12. A lease group is LEASEHOLD_LEASES (named roles: comma-separated DNS
+//     subdomains, no repeats) or LEASEHOLD_SHARDS=N (1 to 1024) with
+//     LEASEHOLD_LEASE_NAME; LEASEHOLD_LEASES with LEASEHOLD_LEASE_NAME or
+//     with LEASEHOLD_SHARDS is an error naming both; at most 1024 Leases.
+//     LEASEHOLD_GROUP, and the shards' default group name
+//     LEASEHOLD_LEASE_NAME, is a label value that makes valid member Lease
+//     names; LEASEHOLD_GROUP and LEASEHOLD_BALANCE are errors without a
+//     group (they would do nothing).
+//  13. LEASEHOLD_CANDIDATE=false (an observer) is an error with
+//     LEASEHOLD_APP_HEALTH_URL (an observer never campaigns); a group is an
+//     error with LEASEHOLD_POD_LABEL (the label marks the leader of one
+//     Lease).
 func (l Loader) Load() (Config, error) {
 	var s spec
 	if err := envconfig.Process(Prefix, &s); err != nil {
@@ -260,12 +289,10 @@ func (l Loader) Load() (Config, error) {
 		Pprof:             s.Pprof,
 	}
 
-	// 1. Lease name.
-	if c.LeaseName == "" {
-		return Config{}, errorf(varLeaseName, "required: the name of the Lease to contend for")
-	}
-	if errs := validation.IsDNS1123Subdomain(c.LeaseName); len(errs) > 0 {
-		return Config{}, errorf(varLeaseName, "%q is not a valid Lease name (DNS subdomain): %s", c.LeaseName, strings.Join(errs, "; "))
+	// 1 and 12. The Leases.
+	var err error
+	if c.Election, err = election(s); err != nil {
+		return Config{}, err
 	}
 
 	// 2. Namespace.
@@ -335,6 +362,14 @@ func (l Loader) Load() (Config, error) {
 	// 10. App health.
 	if c.AppHealth, err = appHealth(s); err != nil {
 		return Config{}, err
+	}
+
+	// 13. Observer and group constraints.
+	if !c.Candidate && c.AppHealth.Enabled() {
+		return Config{}, errorf(varCandidate, "false (an observer, which never campaigns) together with %s (health-gated candidacy): unset one", varAppHealthURL)
+	}
+	if c.Grouped() && s.PodLabel != "" {
+		return Config{}, errorf(varPodLabel, "set with a lease group (%s): the leader label marks the leader of one Lease; unset it", groupVars(s))
 	}
 
 	// 11. Pod label.

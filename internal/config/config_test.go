@@ -1,10 +1,13 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,6 +25,7 @@ func clearEnv(t *testing.T) {
 		"POD_NAME", "POD_NAMESPACE",
 		"LEASE_NAME", "LEASE_NAMESPACE", "IDENTITY", "LEASE_DURATION", "RENEW_DEADLINE",
 		"RETRY_PERIOD", "API_ADDR", "OPS_ADDR", "RELEASE_ON_SHUTDOWN", "LOG_LEVEL", "LOG_FORMAT", "PPROF",
+		"LEASES", "SHARDS", "GROUP", "BALANCE", "CANDIDATE",
 	}
 	for _, kv := range os.Environ() {
 		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, Prefix+"_") {
@@ -89,8 +93,9 @@ func TestDefaults(t *testing.T) {
 		ReleaseOnShutdown: true,
 		LogLevel:          slog.LevelInfo,
 		LogFormat:         "json",
+		Election:          Election{Leases: []string{"my-lease"}, Balance: true, Candidate: true},
 	}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
 	}
 }
@@ -109,6 +114,7 @@ func TestAllVariablesHonored(t *testing.T) {
 		"LEASEHOLD_LOG_LEVEL":           "DEBUG",
 		"LEASEHOLD_LOG_FORMAT":          "Text",
 		"LEASEHOLD_PPROF":               "true",
+		"LEASEHOLD_CANDIDATE":           "false",
 	})
 	c, err := testLoader(t).Load()
 	if err != nil {
@@ -127,8 +133,9 @@ func TestAllVariablesHonored(t *testing.T) {
 		LogLevel:          slog.LevelDebug,
 		LogFormat:         "text",
 		Pprof:             true,
+		Election:          Election{Leases: []string{"other.lease"}, Balance: true, Candidate: false},
 	}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
 	}
 }
@@ -143,13 +150,17 @@ func TestUnprefixedVariablesIgnored(t *testing.T) {
 		"API_ADDR", "nonsense",
 		"RELEASE_ON_SHUTDOWN", "false",
 		"PPROF", "true",
+		"LEASES", "a,b",
+		"SHARDS", "3",
+		"BALANCE", "false",
+		"CANDIDATE", "false",
 	))
 	c, err := testLoader(t).Load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.LeaseDuration != 15*time.Second || c.LogLevel != slog.LevelInfo || c.Identity != "host-1_abcd2345" ||
-		c.APIAddr != "127.0.0.1:4040" || !c.ReleaseOnShutdown || c.Pprof {
+		c.APIAddr != "127.0.0.1:4040" || !c.ReleaseOnShutdown || c.Pprof || c.Grouped() || !c.Candidate {
 		t.Errorf("unprefixed variables leaked into %+v", c)
 	}
 }
@@ -222,6 +233,48 @@ func TestRules(t *testing.T) {
 			wantVar: "LEASEHOLD_LEASE_NAME", wantIn: []string{`"My_Lease"`, "DNS subdomain"}},
 		{name: "lease name too long", env: with("LEASEHOLD_LEASE_NAME", long),
 			wantVar: "LEASEHOLD_LEASE_NAME", wantIn: []string{long}},
+
+		// 12. Lease groups.
+		{name: "roles with a lease name", env: with("LEASEHOLD_LEASES", "a,b"),
+			wantVar: "LEASEHOLD_LEASES", wantIn: []string{"LEASEHOLD_LEASE_NAME", `"my-lease"`, "not both"}},
+		{name: "roles with shards", env: map[string]string{"LEASEHOLD_LEASES": "a,b", "LEASEHOLD_SHARDS": "2", "LEASEHOLD_LEASE_NAMESPACE": "default"},
+			wantVar: "LEASEHOLD_SHARDS", wantIn: []string{"LEASEHOLD_LEASES"}},
+		{name: "role invalid", env: map[string]string{"LEASEHOLD_LEASES": "a,B_b", "LEASEHOLD_LEASE_NAMESPACE": "default"},
+			wantVar: "LEASEHOLD_LEASES", wantIn: []string{`"B_b"`, "DNS subdomain"}},
+		{name: "role empty", env: map[string]string{"LEASEHOLD_LEASES": "a,,b", "LEASEHOLD_LEASE_NAMESPACE": "default"},
+			wantVar: "LEASEHOLD_LEASES", wantIn: []string{`""`}},
+		{name: "role twice", env: map[string]string{"LEASEHOLD_LEASES": "a,b, a", "LEASEHOLD_LEASE_NAMESPACE": "default"},
+			wantVar: "LEASEHOLD_LEASES", wantIn: []string{`"a"`, "twice"}},
+		{name: "shards zero", env: with("LEASEHOLD_SHARDS", "0"),
+			wantVar: "LEASEHOLD_SHARDS", wantIn: []string{"0 shards", "1 to 1024"}},
+		{name: "shards too many", env: with("LEASEHOLD_SHARDS", "1025"),
+			wantVar: "LEASEHOLD_SHARDS", wantIn: []string{"1025", "1 to 1024"}},
+		{name: "shards unparsable", env: with("LEASEHOLD_SHARDS", "many"),
+			wantVar: "LEASEHOLD_SHARDS", wantIn: []string{`"many"`}},
+		{name: "shards without a lease name", env: map[string]string{"LEASEHOLD_SHARDS": "4", "LEASEHOLD_LEASE_NAMESPACE": "default"},
+			wantVar: "LEASEHOLD_LEASE_NAME", wantIn: []string{"required"}},
+		{name: "shard names too long", env: with("LEASEHOLD_LEASE_NAME", strings.Repeat("x", 252), "LEASEHOLD_SHARDS", "10"),
+			wantVar: "LEASEHOLD_SHARDS", wantIn: []string{"-9", "DNS subdomain"}},
+		{name: "shards' prefix too long for a group name", env: with("LEASEHOLD_LEASE_NAME", strings.Repeat("x", 64), "LEASEHOLD_SHARDS", "2"),
+			wantVar: "LEASEHOLD_LEASE_NAME", wantIn: []string{"label value", "LEASEHOLD_GROUP"}},
+		{name: "group invalid", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_GROUP", "a b"),
+			wantVar: "LEASEHOLD_GROUP", wantIn: []string{`"a b"`}},
+		{name: "group upper case", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_GROUP", "Orders"),
+			wantVar: "LEASEHOLD_GROUP", wantIn: []string{`"Orders"`, "member Lease"}},
+		{name: "group without a group", env: with("LEASEHOLD_GROUP", "g"),
+			wantVar: "LEASEHOLD_GROUP", wantIn: []string{"single Lease"}},
+		{name: "balance without a group", env: with("LEASEHOLD_BALANCE", "false"),
+			wantVar: "LEASEHOLD_BALANCE", wantIn: []string{"single Lease"}},
+		{name: "balance unparsable", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_BALANCE", "fair"),
+			wantVar: "LEASEHOLD_BALANCE", wantIn: []string{`"fair"`}},
+		{name: "candidate unparsable", env: with("LEASEHOLD_CANDIDATE", "maybe"),
+			wantVar: "LEASEHOLD_CANDIDATE", wantIn: []string{`"maybe"`}},
+
+		// 13. Observer and group constraints.
+		{name: "observer with health-gated candidacy", env: with("LEASEHOLD_CANDIDATE", "false", "LEASEHOLD_APP_HEALTH_URL", "http://127.0.0.1:8080/healthz"),
+			wantVar: "LEASEHOLD_CANDIDATE", wantIn: []string{"observer", "LEASEHOLD_APP_HEALTH_URL"}},
+		{name: "group with the leader label", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_POD_LABEL", "leader", "POD_NAME", "p", "POD_NAMESPACE", "default"),
+			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{"LEASEHOLD_SHARDS"}},
 
 		// 2. Namespace.
 		{name: "namespace unresolvable", env: map[string]string{"LEASEHOLD_LEASE_NAME": "l"},
@@ -366,7 +419,7 @@ func TestRules(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no error; got %+v", c)
 			}
-			if c != (Config{}) {
+			if !reflect.DeepEqual(c, Config{}) {
 				t.Errorf("non-zero Config returned with error: %+v", c)
 			}
 			ce, ok := errors.AsType[*Error](err)
@@ -575,4 +628,48 @@ func TestPodLabel(t *testing.T) {
 	if c, err = testLoader(t).Load(); err != nil || c.PodLabel != "" || c.Pod != (PodRef{}) {
 		t.Errorf("off by default: got %q %+v, %v", c.PodLabel, c.Pod, err)
 	}
+}
+
+func TestLeaseGroups(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want Election
+	}{{
+		name: "shards",
+		env:  with("LEASEHOLD_LEASE_NAME", "orders", "LEASEHOLD_SHARDS", "3"),
+		want: Election{Leases: []string{"orders-0", "orders-1", "orders-2"}, Group: "orders", Balance: true, Candidate: true},
+	}, {
+		name: "roles, in configured order, with a group name of their own",
+		env:  map[string]string{"LEASEHOLD_LEASES": "scheduler, compactor,reporter", "LEASEHOLD_LEASE_NAMESPACE": "default", "LEASEHOLD_GROUP": "my-app"},
+		want: Election{Leases: []string{"scheduler", "compactor", "reporter"}, Group: "my-app", Balance: true, Candidate: true},
+	}, {
+		name: "roles, greedy observer",
+		env:  map[string]string{"LEASEHOLD_LEASES": "b,a", "LEASEHOLD_LEASE_NAMESPACE": "default", "LEASEHOLD_BALANCE": "false", "LEASEHOLD_CANDIDATE": "false"},
+		want: Election{Leases: []string{"b", "a"}, Group: rolesGroup("a,b"), Balance: false, Candidate: false},
+	}, {
+		name: "the default group name of roles does not depend on their order",
+		env:  map[string]string{"LEASEHOLD_LEASES": "a,b", "LEASEHOLD_LEASE_NAMESPACE": "default"},
+		want: Election{Leases: []string{"a", "b"}, Group: rolesGroup("a,b"), Balance: true, Candidate: true},
+	}, {
+		name: "one Lease, observed",
+		env:  with("LEASEHOLD_CANDIDATE", "false"),
+		want: Election{Leases: []string{"my-lease"}, Balance: true, Candidate: false},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			setEnv(t, tc.env)
+			c, err := testLoader(t).Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(c.Election, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", c.Election, tc.want)
+			}
+		})
+	}
+}
+
+func rolesGroup(sorted string) string {
+	sum := sha256.Sum256([]byte(sorted))
+	return "roles-" + hex.EncodeToString(sum[:4])
 }

@@ -203,16 +203,3 @@ func (g *Group) collect(now time.Time) Snapshot {
 	g.metrics.members.Set(float64(s.Members))
 	return s
 }
-
-// holderOf is the valid holder of the Lease snap describes, as this
-// instance judges it at now: itself while leading; another holder until
-// FreeAt; else nobody.
-func holderOf(snap *elect.Snapshot, now time.Time) string {
-	switch {
-	case snap.Leading:
-		return snap.Identity
-	case snap.Holder != "" && now.Before(snap.FreeAt):
-		return snap.Holder
-	}
-	return ""
-}

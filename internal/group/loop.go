@@ -71,23 +71,18 @@ func (l *loop) plan(ctx context.Context, now time.Time, snap Snapshot) time.Time
 			want[i] = true
 		}
 	default:
-		members := l.members.load()
-		if members == nil || !members.Listed || !allObserved(snap.Leases) {
+		states := make([]LeaseState, len(snap.Leases))
+		for i, s := range snap.Leases {
+			states[i] = LeaseState{Observed: s.Observed, Leading: s.Leading, Holder: s.Holder, FreeAt: s.FreeAt}
+		}
+		var ok bool
+		var next time.Time
+		if want, next, ok = Balanced(l.cfg.Election.Identity, now, l.members.load(), states, l.cfg.settleTime()); !ok {
 			return wake // too early to judge: change nothing
 		}
-		view := View{Self: l.cfg.Election.Identity, Members: members.Identities, Holders: make([]string, len(snap.Leases))}
-		for i, s := range snap.Leases {
-			view.Holders[i] = holderOf(s, now)
-			if s.FreeAt.After(now) && s.FreeAt.Before(wake) {
-				wake = s.FreeAt // a holder's claim ends: plan again then
-			}
+		if next.Before(wake) {
+			wake = next
 		}
-		settledAt := members.JoinedAt.Add(l.cfg.settleTime())
-		settled := !now.Before(settledAt)
-		if !settled && settledAt.Before(wake) {
-			wake = settledAt
-		}
-		want = Candidacy(view, settled)
 	}
 	for i, w := range want {
 		if w == l.requested[i] || l.inflight[i] {

@@ -3,6 +3,7 @@ package group
 import (
 	"cmp"
 	"slices"
+	"time"
 )
 
 // View is what the planner knows at one moment: who the live members are,
@@ -133,4 +134,54 @@ func Candidacy(v View, settled bool) []bool {
 		want[i] = m == v.Self || (!settled && v.Holders[i] == v.Self)
 	}
 	return want
+}
+
+// LeaseState is what the plan needs of one Lease's election, as this
+// instance's elector reports it (elect.Snapshot, decide.Report).
+type LeaseState struct {
+	Observed bool      // the Lease has been read or found missing at least once
+	Leading  bool      // this instance holds a term
+	Holder   string    // the record's holder, "" when none
+	FreeAt   time.Time // when the holder's claim ends, as this instance judges it; zero when free now
+}
+
+// validHolder is the holder self judges valid at now: itself while
+// leading, another until FreeAt, else nobody.
+func (s LeaseState) validHolder(self string, now time.Time) string {
+	switch {
+	case s.Leading:
+		return self
+	case s.Holder != "" && s.Holder != self && now.Before(s.FreeAt):
+		return s.Holder
+	}
+	return ""
+}
+
+// Balanced is a balancing member's plan at now: the candidacy it wants for
+// each Lease (Candidacy, with membership settled once settle has passed
+// since a member last joined), and when to plan again at the latest (a
+// holder's claim ends, or membership settles). ok is false while it is too
+// early to judge (the member Leases not yet listed, or a Lease not yet
+// observed): change nothing then.
+func Balanced(self string, now time.Time, members *Members, leases []LeaseState, settle time.Duration) (want []bool, wake time.Time, ok bool) {
+	if members == nil || !members.Listed {
+		return nil, time.Time{}, false
+	}
+	view := View{Self: self, Members: members.Identities, Holders: make([]string, len(leases))}
+	wake = now.Add(24 * time.Hour)
+	for i, s := range leases {
+		if !s.Observed {
+			return nil, time.Time{}, false
+		}
+		view.Holders[i] = s.validHolder(self, now)
+		if s.FreeAt.After(now) && s.FreeAt.Before(wake) {
+			wake = s.FreeAt
+		}
+	}
+	settledAt := members.JoinedAt.Add(settle)
+	settled := !now.Before(settledAt)
+	if !settled && settledAt.Before(wake) {
+		wake = settledAt
+	}
+	return Candidacy(view, settled), wake, true
 }

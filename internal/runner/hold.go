@@ -61,6 +61,9 @@ func (h *hold) close() {
 func (s *sidecar) hold(ctx context.Context, token fence.Token, log *slog.Logger) (*hold, error) {
 	u := *s.base
 	u.Path += "/v1/hold"
+	if s.lease != "" {
+		u.Path = s.base.Path + "/v1/leases/" + url.PathEscape(s.lease) + "/hold"
+	}
 	u.RawQuery = url.Values{"token": {token.String()}}.Encode()
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel) // ctx cancels the request until the grant

@@ -22,7 +22,7 @@ const (
 )
 
 // Usage is the synopsis of `leasehold run`.
-const Usage = "usage: leasehold run [--sidecar URL] [--grace DURATION] [--start-delay DURATION] -- COMMAND [ARG...]"
+const Usage = "usage: leasehold run [--sidecar URL] [--grace DURATION] [--start-delay DURATION] [--lease NAME | --each] -- COMMAND [ARG...]"
 
 // Options are what the command line of `leasehold run` sets.
 type Options struct {
@@ -34,6 +34,12 @@ type Options struct {
 	// StartDelay is how long this instance must be seen leading one term
 	// before the command starts; longer than Grace (see the package doc).
 	StartDelay time.Duration
+	// Lease, for a sidecar with a lease group, is the Lease whose holding
+	// runs the command; "" for a sidecar with one Lease.
+	Lease string
+	// Each runs one copy of the command per Lease of the sidecar's group
+	// that this instance holds (RunEach).
+	Each bool
 	// Command is the command to run and its arguments; never empty.
 	Command []string
 }
@@ -52,7 +58,7 @@ func usagef(format string, args ...any) error {
 // *UsageError for a command line that breaks a rule, and flag.ErrHelp for
 // -h or --help (print PrintDefaults then).
 func ParseArgs(args []string) (Options, error) {
-	fs, sidecar, grace, startDelay := flagSet()
+	fs, sidecar, grace, startDelay, lease, each := flagSet()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return Options{}, err
@@ -80,28 +86,40 @@ func ParseArgs(args []string) (Options, error) {
 	} else if delay <= *grace {
 		return Options{}, usagef("--start-delay %s: must be longer than --grace (%s), so that a predecessor stopped at a handover has been SIGKILLed before this command starts", delay, *grace)
 	}
-	return Options{Sidecar: u, Grace: *grace, StartDelay: delay, Command: rest}, nil
+	if *lease != "" && *each {
+		return Options{}, usagef("--lease %q and --each: choose one (one Lease of the group, or a copy per Lease held)", *lease)
+	}
+	leaseSet := false
+	fs.Visit(func(f *flag.Flag) { leaseSet = leaseSet || f.Name == "lease" })
+	if leaseSet && (*lease == "" || strings.ContainsAny(*lease, "/?#%")) {
+		return Options{}, usagef("--lease %q: want the name of a Lease of the sidecar's group", *lease)
+	}
+	return Options{Sidecar: u, Grace: *grace, StartDelay: delay, Lease: *lease, Each: *each, Command: rest}, nil
 }
 
 // PrintDefaults writes the synopsis and the flags to w.
 func PrintDefaults(w io.Writer) {
-	fs, _, _, _ := flagSet()
+	fs, _, _, _, _, _ := flagSet()
 	fs.SetOutput(w)
 	fmt.Fprintln(w, Usage)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Runs COMMAND while this instance leads, as its sidecar reports (docs/run.md).")
+	fmt.Fprintln(w, "With a lease group: --lease NAME runs it while this instance holds that Lease;")
+	fmt.Fprintln(w, "--each runs one copy per Lease held, with LEASEHOLD_LEASE set to its name.")
 	fmt.Fprintln(w)
 	fs.PrintDefaults()
 }
 
-func flagSet() (*flag.FlagSet, *string, *time.Duration, *time.Duration) {
+func flagSet() (*flag.FlagSet, *string, *time.Duration, *time.Duration, *string, *bool) {
 	fs := flag.NewFlagSet("leasehold run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by the caller, on one line
 	sidecar := fs.String("sidecar", DefaultSidecar, "base `URL` of the leasehold sidecar's API")
 	grace := fs.Duration("grace", DefaultGrace, "time between SIGTERM and SIGKILL when the command is stopped")
 	startDelay := fs.Duration("start-delay", 0,
 		"how long this instance must be seen leading before the command starts; longer than --grace (default --grace + 1s)")
-	return fs, sidecar, grace, startDelay
+	lease := fs.String("lease", "", "with a lease group: run while this instance holds the Lease `NAME`")
+	each := fs.Bool("each", false, "with a lease group: run one copy of the command per Lease held (LEASEHOLD_LEASE names it)")
+	return fs, sidecar, grace, startDelay, lease, each
 }
 
 // sidecarURL checks the --sidecar value: http or https, a host, no path

@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg Config) int {
 		return ExitFailed
 	}
 	r.path = path
-	sc := newSidecar(cfg.Sidecar, cfg.Client)
+	sc := newSidecar(cfg.Sidecar, cfg.Client, cfg.Lease)
 	r.watcher = newWatcher(sc, r.clock, r.log)
 	defer r.watcher.close()
 	r.holder = newHolder(sc, r.log)

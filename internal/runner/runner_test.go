@@ -375,6 +375,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--grace", "2s", "--start-delay", "2s", "--", "true"}, "--start-delay 2s: must be longer than --grace (2s)"},
 		{[]string{"--start-delay", "1s", "--", "true"}, "--start-delay 1s: must be longer than --grace (3s)"},
 		{[]string{"--start-delay", "-1s", "--", "true"}, "--start-delay -1s"},
+		{[]string{"--lease", "orders-1", "--each", "--", "true"}, "--lease \"orders-1\" and --each: choose one"},
+		{[]string{"--lease", "", "--", "true"}, "--lease \"\""},
+		{[]string{"--lease", "a/b", "--", "true"}, "--lease \"a/b\""},
+		{[]string{"--each=maybe", "--", "true"}, "-each"},
 	} {
 		_, err := ParseArgs(tc.args)
 		var usage *UsageError
@@ -399,8 +403,16 @@ func TestUsageErrors(t *testing.T) {
 	if err != nil || opts.StartDelay != 1500*time.Millisecond {
 		t.Errorf("--start-delay: %+v, %v", opts, err)
 	}
+	opts, err = ParseArgs([]string{"--lease", "orders-1", "--", "app"})
+	if err != nil || opts.Lease != "orders-1" || opts.Each {
+		t.Errorf("--lease: %+v, %v", opts, err)
+	}
+	opts, err = ParseArgs([]string{"--each", "--", "app"})
+	if err != nil || opts.Lease != "" || !opts.Each {
+		t.Errorf("--each: %+v, %v", opts, err)
+	}
 	opts, err = ParseArgs([]string{"--", "app"})
-	if err != nil || opts.Sidecar.String() != DefaultSidecar || opts.Grace != DefaultGrace || opts.StartDelay != DefaultGrace+DefaultStartMargin {
+	if err != nil || opts.Lease != "" || opts.Each || opts.Sidecar.String() != DefaultSidecar || opts.Grace != DefaultGrace || opts.StartDelay != DefaultGrace+DefaultStartMargin {
 		t.Errorf("defaults: %+v, %v", opts, err)
 	}
 }

@@ -41,13 +41,15 @@ const requestSlack = 5 * time.Second
 // maxBody bounds the status body read from the sidecar.
 const maxBody = 1 << 20
 
-// sidecar is the client of the sidecar's GET /v1/watch.
+// sidecar is the client of the sidecar's GET /v1/watch, or, for one Lease
+// of a group, of GET /v1/leases.
 type sidecar struct {
 	base   *url.URL
 	client *http.Client
+	lease  string // the Lease of a group to follow; "" for the one Lease
 }
 
-func newSidecar(base *url.URL, client *http.Client) *sidecar {
+func newSidecar(base *url.URL, client *http.Client, lease string) *sidecar {
 	if client == nil {
 		// A sidecar in the same pod is never reached through a proxy, and
 		// the app's HTTP_PROXY must not say otherwise.
@@ -55,11 +57,20 @@ func newSidecar(base *url.URL, client *http.Client) *sidecar {
 		transport.Proxy = nil
 		client = &http.Client{Transport: transport}
 	}
-	return &sidecar{base: base, client: client}
+	return &sidecar{base: base, client: client, lease: lease}
 }
 
-// watch asks GET /v1/watch?wait=wait[&index=index] and decodes the status.
-// It gives up after wait plus the server's jitter plus requestSlack.
+// leases is the part of the body of GET /v1/leases the runner reads.
+type leases struct {
+	Index  uint64           `json:"index"`
+	Leases []httpapi.Status `json:"leases"`
+}
+
+// watch asks GET /v1/watch?wait=wait[&index=index] and decodes the status;
+// for a Lease of a group, GET /v1/leases with the same parameters, and
+// returns that Lease's status with the group's Index (the index the next
+// request watches from). It gives up after wait plus the server's jitter
+// plus requestSlack.
 func (s *sidecar) watch(ctx context.Context, index uint64, hasIndex bool, wait time.Duration) (httpapi.Status, error) {
 	q := url.Values{"wait": {wait.String()}}
 	if hasIndex {
@@ -67,6 +78,9 @@ func (s *sidecar) watch(ctx context.Context, index uint64, hasIndex bool, wait t
 	}
 	u := *s.base
 	u.Path += "/v1/watch"
+	if s.lease != "" {
+		u.Path = s.base.Path + "/v1/leases"
+	}
 	u.RawQuery = q.Encode()
 	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+requestSlack)
 	defer cancel()
@@ -90,11 +104,30 @@ func (s *sidecar) watch(ctx context.Context, index uint64, hasIndex bool, wait t
 			retryAfter: resp.Header.Get("Retry-After"),
 		}
 	}
+	if s.lease != "" {
+		return s.leaseOf(body, u)
+	}
 	var st httpapi.Status
 	if err := json.Unmarshal(body, &st); err != nil {
 		return httpapi.Status{}, fmt.Errorf("GET %s: decode the status: %w", u.Redacted(), err)
 	}
 	return st, nil
+}
+
+// leaseOf picks s.lease's status out of a GET /v1/leases body, with the
+// group's Index.
+func (s *sidecar) leaseOf(body []byte, u url.URL) (httpapi.Status, error) {
+	var all leases
+	if err := json.Unmarshal(body, &all); err != nil {
+		return httpapi.Status{}, fmt.Errorf("GET %s: decode the leases: %w", u.Redacted(), err)
+	}
+	for _, st := range all.Leases {
+		if st.Lease == s.lease {
+			st.Index = all.Index
+			return st, nil
+		}
+	}
+	return httpapi.Status{}, fmt.Errorf("GET %s: the sidecar follows no Lease named %q", u.Redacted(), s.lease)
 }
 
 // statusError is an answer of the sidecar other than 200.

@@ -1,0 +1,120 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/leasehold/leasehold/internal/group"
+)
+
+// Election says which Leases this instance follows and how.
+type Election struct {
+	// Leases are the Leases this instance follows, in configured order:
+	// LEASEHOLD_LEASE_NAME alone, the roles of LEASEHOLD_LEASES, or
+	// <LEASEHOLD_LEASE_NAME>-0 … -<N-1> for LEASEHOLD_SHARDS=N.
+	Leases []string
+	// Group is the lease group's name (LEASEHOLD_GROUP; default: the
+	// shards' LEASEHOLD_LEASE_NAME, or "roles-" and 8 hex digits of a hash
+	// of the role names); "" for a single Lease (LEASEHOLD_LEASE_NAME
+	// without LEASEHOLD_SHARDS).
+	Group string
+	// Balance spreads a group's Leases fairly over its members
+	// (LEASEHOLD_BALANCE, default true; only with a group).
+	Balance bool
+	// Candidate is false for an observer, which follows and reports but
+	// never campaigns (LEASEHOLD_CANDIDATE, default true).
+	Candidate bool
+}
+
+// Grouped reports whether a lease group is configured.
+func (e Election) Grouped() bool { return e.Group != "" }
+
+// election checks rules 1 and 12: which Leases, and the group's settings.
+func election(s spec) (Election, error) {
+	e := Election{Candidate: s.Candidate, Balance: true}
+	_, balanceSet := os.LookupEnv(varBalance)
+	switch {
+	case s.Leases != "" && s.LeaseName != "":
+		return Election{}, errorf(varLeases, "set together with %s=%q: set %s for one Lease (or, with %s, for shards), or %s for named roles, not both",
+			varLeaseName, s.LeaseName, varLeaseName, varShards, varLeases)
+	case s.Leases != "" && s.Shards != nil:
+		return Election{}, errorf(varShards, "set together with %s: shards are named after %s; named roles are listed in %s", varLeases, varLeaseName, varLeases)
+	case s.Leases != "":
+		for r := range strings.SplitSeq(s.Leases, ",") {
+			r = strings.TrimSpace(r)
+			if errs := validation.IsDNS1123Subdomain(r); len(errs) > 0 {
+				return Election{}, errorf(varLeases, "%q is not a valid Lease name (DNS subdomain): %s", r, strings.Join(errs, "; "))
+			}
+			if slices.Contains(e.Leases, r) {
+				return Election{}, errorf(varLeases, "%q is listed twice", r)
+			}
+			e.Leases = append(e.Leases, r)
+		}
+		if len(e.Leases) > group.MaxLeases {
+			return Election{}, errorf(varLeases, "lists %d Leases, more than %d", len(e.Leases), group.MaxLeases)
+		}
+		sorted := slices.Sorted(slices.Values(e.Leases))
+		sum := sha256.Sum256([]byte(strings.Join(sorted, ",")))
+		e.Group = "roles-" + hex.EncodeToString(sum[:4])
+	case s.LeaseName == "":
+		return Election{}, errorf(varLeaseName, "required: the name of the Lease to contend for (or %s for named roles)", varLeases)
+	default:
+		if errs := validation.IsDNS1123Subdomain(s.LeaseName); len(errs) > 0 {
+			return Election{}, errorf(varLeaseName, "%q is not a valid Lease name (DNS subdomain): %s", s.LeaseName, strings.Join(errs, "; "))
+		}
+		if s.Shards == nil {
+			e.Leases = []string{s.LeaseName}
+			break
+		}
+		if n := *s.Shards; n < 1 || n > group.MaxLeases {
+			return Election{}, errorf(varShards, "%d shards: want 1 to %d", n, group.MaxLeases)
+		}
+		for i := range *s.Shards {
+			e.Leases = append(e.Leases, fmt.Sprintf("%s-%d", s.LeaseName, i))
+		}
+		if errs := validation.IsDNS1123Subdomain(e.Leases[len(e.Leases)-1]); len(errs) > 0 {
+			return Election{}, errorf(varShards, "the shard Lease %q is not a valid Lease name (DNS subdomain): %s", e.Leases[len(e.Leases)-1], strings.Join(errs, "; "))
+		}
+		e.Group = s.LeaseName
+	}
+
+	switch {
+	case e.Group == "" && s.Group != "":
+		return Election{}, errorf(varGroup, "has no effect on a single Lease; set %s or %s for a group", varLeases, varShards)
+	case e.Group == "" && balanceSet:
+		return Election{}, errorf(varBalance, "has no effect on a single Lease; set %s or %s for a group", varLeases, varShards)
+	case e.Group == "":
+		return e, nil
+	case s.Group != "":
+		e.Group = s.Group
+	}
+	if errs := validation.IsValidLabelValue(e.Group); len(errs) > 0 || e.Group == "" {
+		variable := varGroup
+		if s.Group == "" {
+			variable = varLeaseName
+		}
+		return Election{}, errorf(variable, "the group name %q must be a label value (at most 63 characters: letters, digits, '-', '_', '.'), %s; set %s to name the group",
+			e.Group, strings.Join(errs, "; "), varGroup)
+	}
+	if errs := validation.IsDNS1123Subdomain(group.MemberLeaseName(e.Group, "")); len(errs) > 0 {
+		return Election{}, errorf(varGroup, "the group name %q does not make valid member Lease names (<group>-member-<hash>, a DNS subdomain): %s", e.Group, strings.Join(errs, "; "))
+	}
+	if balanceSet {
+		e.Balance = *s.Balance
+	}
+	return e, nil
+}
+
+// groupVars names the variables that configured the group.
+func groupVars(s spec) string {
+	if s.Leases != "" {
+		return varLeases
+	}
+	return varShards
+}
