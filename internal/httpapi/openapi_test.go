@@ -402,7 +402,7 @@ func TestCheckResponseFindsDepartures(t *testing.T) {
 // must list, in the same order.
 var errorCodes = []errorCode{
 	codeBadParameter, codeNotFound, codeMethodNotAllowed, codeConflict, codeNotLeader,
-	codeNotReady, codeElectionStalled, codeShuttingDown, codeReleaseFailed,
+	codeNotReady, codeElectionStalled, codeShuttingDown, codeReleaseFailed, codeLeaseGroup, codeUnknownLease,
 }
 
 // The document states the error contract for every operation: every error
