@@ -27,15 +27,17 @@ type Leases struct {
 	Leases []Status `json:"leases"`
 }
 
-// leasesOf describes snap as judged now (statusOf for each Lease).
+// leasesOf describes snap as judged now, every Lease at the same instant
+// (statusOf for each Lease).
 func (s *Server) leasesOf(snap *group.Snapshot) Leases {
+	now := s.clock.Now()
 	l := Leases{Index: snap.Index, Leases: make([]Status, 0, len(snap.Leases))}
 	if snap.Membership {
 		members := snap.Members
 		l.Members = &members
 	}
 	for _, lease := range snap.Leases {
-		l.Leases = append(l.Leases, s.statusOf(lease))
+		l.Leases = append(l.Leases, s.statusAt(lease, now))
 	}
 	return l
 }

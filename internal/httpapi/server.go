@@ -27,7 +27,9 @@
 //     written, from the latest Snapshot.
 //   - Every response carries X-Leasehold-Index, the Index of the Snapshot
 //     its body describes (or, for bodies without status, of the latest
-//     Snapshot when the request arrived).
+//     Snapshot when the request arrived): the group's for GET /v1/leases
+//     and, in group mode, for routes that name no Lease; the named Lease's
+//     on /v1/leases/{lease} routes.
 //   - Blocking requests (long-polls, /v1/leader?wait, SSE streams) wait on
 //     Snapshot.Changed, never poll, and end at the latest when their wait
 //     ends, the client goes away, or EndBlockingRequests is called. A hold
@@ -45,7 +47,9 @@
 //     answer: no client misses a change. Non-blocking requests answer as
 //     before throughout.
 //   - Client input never produces a 5xx: bad parameters are 400, unknown
-//     paths 404, wrong methods 405 with Allow, all with a JSON body
+//     paths 404, unknown Lease names 404 (unknown_lease), wrong methods 405
+//     with Allow, routes that name no Lease in group mode 409
+//     (lease_group), all with a JSON body
 //     {"error": "<message>", "code": "<code>"} (errors.go lists the codes).
 //     The only 5xx are 503s that report server state: not leader, not
 //     ready, not live, shutting down, or a failed release; every 503
