@@ -13,29 +13,37 @@ import (
 // apiRouter routes the API listener.
 func (s *Server) apiRouter() *mux.Router {
 	r := newRouter()
-	r.HandleFunc("/v1/status", s.handleStatus).Methods(http.MethodGet)
-	r.HandleFunc("/v1/leader", s.handleLeader).Methods(http.MethodGet)
-	r.HandleFunc("/v1/token", s.handleToken).Methods(http.MethodGet)
-	r.HandleFunc("/v1/watch", s.handleWatch).Methods(http.MethodGet)
-	r.HandleFunc("/v1/release", s.handleRelease).Methods(http.MethodPost)
-	r.HandleFunc("/v1/hold", s.handleHold).Methods(http.MethodPost)
-	r.HandleFunc("/", s.handleRoot).Methods(http.MethodGet)
+	r.HandleFunc("/v1/status", s.unnamed(s.handleStatus)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leader", s.unnamed(s.handleLeader)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/token", s.unnamed(s.handleToken)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/watch", s.unnamed(s.handleWatch)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/release", s.unnamed(s.handleRelease)).Methods(http.MethodPost)
+	r.HandleFunc("/v1/hold", s.unnamed(s.handleHold)).Methods(http.MethodPost)
+	r.HandleFunc("/", s.unnamed(s.handleRoot)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leases", s.handleLeases).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leases/{lease}", s.named(s.handleStatus)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leases/{lease}/leader", s.named(s.handleLeader)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leases/{lease}/token", s.named(s.handleToken)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leases/{lease}/release", s.named(s.handleRelease)).Methods(http.MethodPost)
+	r.HandleFunc("/v1/leases/{lease}/hold", s.named(s.handleHold)).Methods(http.MethodPost)
 	return r
 }
 
-// handleStatus serves GET /v1/status: 200 with the current status.
-func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
-	snap := s.election.Snapshot()
+// handleStatus serves GET /v1/status (and GET /v1/leases/{lease}): 200
+// with el's current status.
+func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request, el Election) {
+	snap := el.Snapshot()
 	respond(w, http.StatusOK, snap, s.statusOf(snap))
 }
 
-// handleLeader serves GET /v1/leader[?wait=D]: 200 with the status when
-// this instance is the valid leader, else 503 with the status and
+// handleLeader serves GET /v1/leader[?wait=D] (and
+// GET /v1/leases/{lease}/leader) for el: 200 with the status when this
+// instance is the valid leader, else 503 with the status and
 // Retry-After (stateRetryAfter). With wait it
 // first blocks (at most D, ≤ 10m) until this instance leads; once
 // EndBlockingRequests has been called, a wait that does not find this
 // instance leading is answered 503 by refuseBlocking instead.
-func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request, el Election) {
 	q, err := queryOf(r)
 	if err != nil {
 		badParameter(w, err)
@@ -46,10 +54,10 @@ func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request) {
 		badParameter(w, err)
 		return
 	}
-	snap := s.election.Snapshot()
+	snap := el.Snapshot()
 	if wait > 0 {
 		var ok bool
-		if snap, ok = s.block(w, r, snap, wait, func(snap *elect.Snapshot) bool {
+		if snap, ok = block(s, w, r, s.electionSource(el), snap, wait, func(snap *elect.Snapshot) bool {
 			return snap.IsLeader(s.clock.Now())
 		}); !ok {
 			return
@@ -72,11 +80,12 @@ type token struct {
 	ValidForMs   int64       `json:"validForMs"`
 }
 
-// handleToken serves GET /v1/token: 200 with the own term's token and
+// handleToken serves GET /v1/token (and GET /v1/leases/{lease}/token) for
+// el: 200 with the own term's token and
 // validity when leader, else 503 with a JSON error (not_leader) and
 // Retry-After.
-func (s *Server) handleToken(w http.ResponseWriter, _ *http.Request) {
-	snap := s.election.Snapshot()
+func (s *Server) handleToken(w http.ResponseWriter, _ *http.Request, el Election) {
+	snap := el.Snapshot()
 	st := s.statusOf(snap)
 	setIndex(w, snap)
 	if !st.Leader {
@@ -93,7 +102,8 @@ type released struct {
 	Status
 }
 
-// handleRelease serves POST /v1/release[?for=D]: step down if leading,
+// handleRelease serves POST /v1/release[?for=D] (and
+// POST /v1/leases/{lease}/release) for el: step down if leading,
 // release the Lease (after the holds on the term have ended, at most when
 // its validity ends: see handleHold), and stay out of the election for D
 // (default LeaseDuration, ≤ 1h), then 200 with {"released": bool, ...status}.
@@ -101,7 +111,7 @@ type released struct {
 // with Retry-After and a JSON error, code shutting_down when the elector has
 // stopped (elect.ErrStopped), else release_failed (the Lease could not be
 // read or written); the state it left is what GET /v1/status shows.
-func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, el Election) {
 	q, err := queryOf(r)
 	if err != nil {
 		badParameter(w, err)
@@ -112,12 +122,13 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 		badParameter(w, err)
 		return
 	}
-	ok, err := s.election.Release(r.Context(), stayOut)
+	ok, err := el.Release(r.Context(), stayOut)
+	log := s.logFor(el)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client left
 		}
-		s.log.Warn("release requested over HTTP failed", "err", err, "stayOut", stayOut)
+		log.Warn("release requested over HTTP failed", "err", err, "stayOut", stayOut)
 		code := codeReleaseFailed
 		if errors.Is(err, elect.ErrStopped) {
 			code = codeShuttingDown // the election has stopped: the sidecar is going away
@@ -125,8 +136,8 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, code, "release failed: "+err.Error())
 		return
 	}
-	s.log.Info("release requested over HTTP", "released", ok, "stayOut", stayOut)
-	snap := s.election.Snapshot()
+	log.Info("release requested over HTTP", "released", ok, "stayOut", stayOut)
+	snap := el.Snapshot()
 	respond(w, http.StatusOK, snap, released{Released: ok, Status: s.statusOf(snap)})
 }
 
@@ -136,9 +147,9 @@ type name struct {
 	Name string `json:"name"`
 }
 
-// handleRoot serves GET /: {"name": "<holder>"}, "" when none.
-func (s *Server) handleRoot(w http.ResponseWriter, _ *http.Request) {
-	snap := s.election.Snapshot()
+// handleRoot serves GET / for el: {"name": "<holder>"}, "" when none.
+func (s *Server) handleRoot(w http.ResponseWriter, _ *http.Request, el Election) {
+	snap := el.Snapshot()
 	respond(w, http.StatusOK, snap, name{Name: snap.Holder})
 }
 

@@ -44,6 +44,14 @@ const (
 	// codeReleaseFailed (503): POST /v1/release: the election could not
 	// read or write the Lease.
 	codeReleaseFailed errorCode = "release_failed"
+	// codeLeaseGroup (409): an endpoint that names no Lease (/v1/status,
+	// /v1/leader, /v1/token, /v1/watch, /v1/release, /v1/hold, GET /) on a
+	// sidecar that serves a lease group; the message points at
+	// /v1/leases/{lease}.
+	codeLeaseGroup errorCode = "lease_group"
+	// codeUnknownLease (404): /v1/leases/{lease} names no Lease this
+	// sidecar serves.
+	codeUnknownLease errorCode = "unknown_lease"
 )
 
 // Retry-After values of the 503 answers (whole seconds, the header's

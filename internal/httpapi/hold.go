@@ -12,7 +12,8 @@ type held struct {
 	Status
 }
 
-// handleHold serves POST /v1/hold?token=T: hold the term with fencing token
+// handleHold serves POST /v1/hold?token=T (and
+// POST /v1/leases/{lease}/hold?token=T) for el: hold the term with fencing token
 // T (Election.Hold) for as long as the client keeps the response open.
 //
 // If this instance leads with token T and the term is not being released,
@@ -32,7 +33,7 @@ type held struct {
 // what the hold was to protect); 503 with Retry-After once
 // EndBlockingRequests has been called; 400 for a missing or malformed
 // token.
-func (s *Server) handleHold(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleHold(w http.ResponseWriter, r *http.Request, el Election) {
 	q, err := queryOf(r)
 	if err != nil {
 		badParameter(w, err)
@@ -47,7 +48,7 @@ func (s *Server) handleHold(w http.ResponseWriter, r *http.Request) {
 		refuseBlocking(w)
 		return
 	}
-	end, ok := s.election.Hold(tok)
+	end, ok := el.Hold(tok)
 	if !ok {
 		writeError(w, http.StatusConflict, codeConflict, "not leading with fencing token "+tok.String()+
 			" (another term, no term, or the term is being released): nothing to hold")
@@ -56,8 +57,9 @@ func (s *Server) handleHold(w http.ResponseWriter, r *http.Request) {
 	defer end()
 	s.holds.Add(1)
 	defer s.holds.Add(-1)
+	log := s.logFor(el)
 
-	snap := s.election.Snapshot()
+	snap := el.Snapshot()
 	setIndex(w, snap)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -65,14 +67,14 @@ func (s *Server) handleHold(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_ = json.NewEncoder(w).Encode(held{Held: true, Status: s.statusOf(snap)})
 	if err := http.NewResponseController(w).Flush(); err != nil {
-		s.log.Debug("hold: the client left before the answer was sent", "fencingToken", tok, "err", err)
+		log.Debug("hold: the client left before the answer was sent", "fencingToken", tok, "err", err)
 		return
 	}
-	s.log.Debug("hold taken", "fencingToken", tok)
+	log.Debug("hold taken", "fencingToken", tok)
 	select {
 	case <-r.Context().Done():
-		s.log.Debug("hold ended by the client", "fencingToken", tok)
+		log.Debug("hold ended by the client", "fencingToken", tok)
 	case <-s.ended:
-		s.log.Info("hold ended: the sidecar is shutting down and its election has stopped", "fencingToken", tok)
+		log.Info("hold ended: the sidecar is shutting down and its election has stopped", "fencingToken", tok)
 	}
 }

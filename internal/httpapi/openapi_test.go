@@ -13,12 +13,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/mux"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kube-openapi/pkg/validation/strfmt"
 	"k8s.io/kube-openapi/pkg/validation/validate"
 	"sigs.k8s.io/yaml"
+
+	"github.com/leasehold/leasehold/internal/elect"
 )
 
 // openAPIPath is the OpenAPI document, relative to this package.
@@ -402,7 +405,7 @@ func TestCheckResponseFindsDepartures(t *testing.T) {
 // must list, in the same order.
 var errorCodes = []errorCode{
 	codeBadParameter, codeNotFound, codeMethodNotAllowed, codeConflict, codeNotLeader,
-	codeNotReady, codeElectionStalled, codeShuttingDown, codeReleaseFailed,
+	codeNotReady, codeElectionStalled, codeShuttingDown, codeReleaseFailed, codeLeaseGroup, codeUnknownLease,
 }
 
 // The document states the error contract for every operation: every error
@@ -494,6 +497,30 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{ops, "GET", "/v1/status", "/v1/status", ""},
 		{ops, "GET", "/v1/leader", "/v1/leader", ""},
 		{ops, "POST", "/readyz", "/readyz", "GET"},
+		{api, "GET", "/v1/leases", "/v1/leases", ""},
+		{api, "GET", "/v1/leases?index=7", "/v1/leases", ""},
+		{api, "GET", "/v1/leases?index=x", "/v1/leases", ""},
+		{api, "POST", "/v1/leases", "/v1/leases", "GET"},
+		{api, "GET", "/v1/leases/orders-leader", "/v1/leases/{lease}", ""},
+		{api, "GET", "/v1/leases/nope", "/v1/leases/{lease}", ""},
+		{api, "DELETE", "/v1/leases/orders-leader", "/v1/leases/{lease}", "GET"},
+		{api, "GET", "/v1/leases/orders-leader/leader", "/v1/leases/{lease}/leader", ""},
+		{api, "GET", "/v1/leases/orders-leader/leader?wait=x", "/v1/leases/{lease}/leader", ""},
+		{api, "GET", "/v1/leases/nope/leader", "/v1/leases/{lease}/leader", ""},
+		{api, "GET", "/v1/leases/orders-leader/token", "/v1/leases/{lease}/token", ""},
+		{api, "GET", "/v1/leases/nope/token", "/v1/leases/{lease}/token", ""},
+		{api, "POST", "/v1/leases/orders-leader/token", "/v1/leases/{lease}/token", "GET"},
+		{api, "POST", "/v1/leases/orders-leader/release?for=x", "/v1/leases/{lease}/release", ""},
+		{api, "POST", "/v1/leases/nope/release", "/v1/leases/{lease}/release", ""},
+		{api, "GET", "/v1/leases/orders-leader/release", "/v1/leases/{lease}/release", "POST"},
+		{api, "POST", "/v1/leases/orders-leader/hold?token=1", "/v1/leases/{lease}/hold", ""},
+		{api, "POST", "/v1/leases/orders-leader/hold?token=x", "/v1/leases/{lease}/hold", ""},
+		{api, "POST", "/v1/leases/nope/hold?token=1", "/v1/leases/{lease}/hold", ""},
+		{api, "GET", "/v1/leases/orders-leader/hold", "/v1/leases/{lease}/hold", "POST"},
+		{ops, "GET", "/v1/leases", "/v1/leases", ""},
+		{ops, "GET", "/v1/leases/orders-leader", "/v1/leases/{lease}", ""},
+		{ops, "GET", "/v1/leases/orders-leader/leader", "/v1/leases/{lease}/leader", ""},
+		{ops, "GET", "/v1/leases/nope/leader", "/v1/leases/{lease}/leader", ""},
 	}
 	check := func(state string, reqs []request) {
 		for _, r := range reqs {
@@ -506,7 +533,76 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	check("candidate", requests)
 	f.publish(leading())
 	check("leading", append(requests, request{api, "GET", "/v1/leader?wait=1m", "/v1/leader", ""}, request{api, "POST", "/v1/release", "/v1/release", ""}))
+	f.publish(leading())
+	check("leading (named)", append(requests, request{api, "GET", "/v1/leases/orders-leader/leader?wait=1m", "/v1/leases/{lease}/leader", ""},
+		request{api, "POST", "/v1/leases/orders-leader/release", "/v1/leases/{lease}/release", ""}))
 	f.clock.SetTime(t0.Add(3 * leaseDuration)) // the loop stalled: /livez fails
 	f.srv.BeginShutdown()                      // /readyz fails
 	check("stalled, shutting down", requests)
+}
+
+// Real answers of every operation in group mode, in every state a client
+// can meet without waiting, match the document: the group's body, the
+// named routes, the unnamed routes' 409s, unknown Leases' 404s, and the
+// event stream's Content-Type.
+func TestGroupResponsesMatchOpenAPI(t *testing.T) {
+	sp := loadSpec(t)
+	g := newGroupFixture(t, []elect.Snapshot{candidate(), candidate(), candidate()})
+	api, ops := g.srv.APIHandler(), g.srv.OpsHandler()
+	type request struct {
+		h                    http.Handler
+		method, target, path string
+		header               []string
+	}
+	var requests []request
+	for _, r := range routed(t, "api", g.srv.api) {
+		_, mp, _ := strings.Cut(r, " ")
+		method, path, _ := strings.Cut(mp, " ")
+		for _, target := range []string{strings.ReplaceAll(path, "{lease}", "compactor"), strings.ReplaceAll(path, "{lease}", "nope")} {
+			requests = append(requests, request{api, method, target, path, nil})
+			if method == "POST" {
+				requests = append(requests, request{api, method, target + "?token=1042&for=1s", path, nil})
+			}
+		}
+	}
+	for _, r := range routed(t, "ops", g.srv.ops) {
+		_, mp, _ := strings.Cut(r, " ")
+		method, path, _ := strings.Cut(mp, " ")
+		requests = append(requests, request{ops, method, strings.ReplaceAll(path, "{lease}", "reporter"), path, nil})
+	}
+	requests = append(requests,
+		request{api, "GET", "/v1/leases?index=x", "/v1/leases", nil},
+		request{api, "GET", "/v1/leases?index=" + gidxs(0) + "&wait=1ms", "/v1/leases", nil},
+		request{api, "GET", "/v1/leases/compactor/leader?wait=1ms", "/v1/leases/{lease}/leader", nil},
+		request{ops, "GET", "/v1/leases/compactor/leader?wait=x", "/v1/leases/{lease}/leader", nil},
+	)
+	check := func(state string, reqs []request) {
+		t.Helper()
+		n := 0
+		for _, r := range reqs {
+			o := recorded(r.method, r.path, do(r.h, r.method, r.target, r.header...))
+			for _, p := range sp.problems(o) {
+				t.Errorf("%s: %s %s → %d: %s", state, r.method, r.target, o.code, p)
+			}
+			n++
+		}
+		if n < 30 {
+			t.Errorf("%s: only %d requests checked", state, n)
+		}
+	}
+	check("candidate", requests)
+	lead := leading()
+	lead.Token = 1042
+	g.publish(1, lead)
+	g.clock.SetTime(t0.Add(time.Second))
+	check("compactor leading", requests)
+	g.clock.SetTime(t0.Add(3 * leaseDuration))
+	g.srv.BeginShutdown()
+	check("stalled, shutting down", requests)
+	g.srv.EndBlockingRequests()
+	check("ended", append(requests,
+		request{api, "GET", "/v1/leases?index=" + gidxs(1), "/v1/leases", nil},
+		request{api, "GET", "/v1/leases", "/v1/leases", []string{"Accept", "text/event-stream"}},
+		request{api, "GET", "/v1/leases", "/v1/leases", []string{"Accept", "text/event-stream", "Last-Event-ID", gidxs(1)}},
+	))
 }

@@ -7,6 +7,16 @@
 // step down (POST /v1/release), and lets it hold its term so that a
 // release waits for its work to stop (POST /v1/hold). It is the only
 // listener that changes state.
+//
+// GET /v1/leases serves every election as one group (its status in
+// configured order, long-poll or Server-Sent Events on the group's Index),
+// and /v1/leases/{lease}[/leader|/token|/release|/hold] the unnamed
+// endpoints' answers for one named Lease, in every mode. A Server runs in
+// one of two modes. Single-Lease mode (Options.Group nil) serves one
+// Election, and /v1/leases presents it as a group of one. Group mode
+// (Options.Group set) serves a lease group: the unnamed endpoints, which
+// cannot tell which Lease they are about, answer 409 with code lease_group
+// and point at /v1/leases/{lease}.
 // The OPS listener (OpsHandler) serves kubelet probes, Prometheus metrics
 // and read-only status. api/openapi.yaml documents both.
 //
@@ -17,7 +27,9 @@
 //     written, from the latest Snapshot.
 //   - Every response carries X-Leasehold-Index, the Index of the Snapshot
 //     its body describes (or, for bodies without status, of the latest
-//     Snapshot when the request arrived).
+//     Snapshot when the request arrived): the group's for GET /v1/leases
+//     and, in group mode, for routes that name no Lease; the named Lease's
+//     on /v1/leases/{lease} routes.
 //   - Blocking requests (long-polls, /v1/leader?wait, SSE streams) wait on
 //     Snapshot.Changed, never poll, and end at the latest when their wait
 //     ends, the client goes away, or EndBlockingRequests is called. A hold
@@ -35,7 +47,9 @@
 //     answer: no client misses a change. Non-blocking requests answer as
 //     before throughout.
 //   - Client input never produces a 5xx: bad parameters are 400, unknown
-//     paths 404, wrong methods 405 with Allow, all with a JSON body
+//     paths 404, unknown Lease names 404 (unknown_lease), wrong methods 405
+//     with Allow, routes that name no Lease in group mode 409
+//     (lease_group), all with a JSON body
 //     {"error": "<message>", "code": "<code>"} (errors.go lists the codes).
 //     The only 5xx are 503s that report server state: not leader, not
 //     ready, not live, shutting down, or a failed release; every 503
@@ -45,8 +59,10 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,6 +75,7 @@ import (
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/group"
 )
 
 // Election is what the HTTP layer needs from the elector. *elect.Elector
@@ -76,10 +93,32 @@ type Election interface {
 	Hold(token fence.Token) (end func(), ok bool)
 }
 
+// Group is what the HTTP layer needs from a lease group's runtime: its
+// latest published state. *group.Publisher satisfies it.
+type Group interface {
+	// Snapshot returns the latest published state; it never returns nil.
+	// Its Leases are the Elections' latest published Snapshots, in
+	// configured order.
+	Snapshot() *group.Snapshot
+}
+
 // Options configure a Server.
 type Options struct {
-	// Election is the elector whose state is served. Required.
+	// Election is the elector whose state is served in single-Lease mode
+	// (Group nil); required then. In group mode it is ignored and may be
+	// nil.
 	Election Election
+	// Group, when not nil, selects group mode: GET /v1/leases serves its
+	// Snapshots, and the unnamed endpoints (/v1/status, /v1/leader,
+	// /v1/token, /v1/watch, /v1/release, /v1/hold, GET /) answer 409
+	// (lease_group). Elections are then required.
+	Group Group
+	// Elections are the group's elections, in configured order, each named
+	// by its Snapshot().Lease; the names are distinct and are those of
+	// Group.Snapshot().Leases, in the same order. /v1/leases/{lease}
+	// routes act on them. Only in group mode: must be empty when Group is
+	// nil (the single Election is then the only Lease).
+	Elections []Election
 	// Clock tells the time at which leadership validity is judged
 	// (Snapshot.IsLeader(Clock.Now())) and liveness is measured; nil means
 	// the real clock. Waits (?wait=, heartbeats) always run on real time.
@@ -93,7 +132,9 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Registerer is where New registers the HTTP layer's gauges; nil means
 	// Registry. The sidecar passes Registry wrapped with the Lease's
-	// constant labels (prometheus.WrapRegistererWith).
+	// constant labels (prometheus.WrapRegistererWith). In group mode the
+	// per-Lease gauges carry a variable label lease (see collector), so
+	// Registerer must not add a constant label of that name.
 	Registerer prometheus.Registerer
 	// Version is reported by leasehold_build_info.
 	Version string
@@ -123,9 +164,16 @@ const defaultHeartbeat = 15 * time.Second
 // indexHeader carries the Index on every response.
 const indexHeader = "X-Leasehold-Index"
 
-// Server serves the API and OPS listeners for one Election.
+// Server serves the API and OPS listeners for one Election, or for the
+// Elections of a lease group.
 type Server struct {
-	election      Election
+	election  Election            // the single Lease's; nil in group mode
+	group     Group               // group mode: Options.Group; single-Lease mode: group.Single{election}
+	grouped   bool                // group mode
+	elections []Election          // every election, in configured order (single-Lease mode: election only)
+	byName    map[string]Election // elections by Lease name
+	names     []string            // the Lease names, in configured order
+
 	appHealth     AppHealthSource // nil when health-gated candidacy is off
 	clock         clock.PassiveClock
 	leaseDuration time.Duration
@@ -149,15 +197,18 @@ type Server struct {
 // (else opts.Registry) and builds both routers.
 func New(opts Options) (*Server, error) {
 	switch {
-	case opts.Election == nil:
-		return nil, errors.New("httpapi: Election is required")
+	case opts.Group == nil && opts.Election == nil:
+		return nil, errors.New("httpapi: Election is required (or Group, with Elections)")
+	case opts.Group == nil && len(opts.Elections) > 0:
+		return nil, errors.New("httpapi: Elections are only for group mode (with Group)")
+	case opts.Group != nil && len(opts.Elections) == 0:
+		return nil, errors.New("httpapi: Group requires its Elections")
 	case opts.Registry == nil:
 		return nil, errors.New("httpapi: Registry is required")
 	case opts.LeaseDuration <= 0:
 		return nil, errors.New("httpapi: LeaseDuration must be positive")
 	}
 	s := &Server{
-		election:      opts.Election,
 		appHealth:     opts.AppHealth,
 		clock:         opts.Clock,
 		leaseDuration: opts.LeaseDuration,
@@ -171,6 +222,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if err := s.setElections(opts); err != nil {
+		return nil, err
 	}
 	s.started = s.clock.Now()
 	reg := opts.Registerer
@@ -206,19 +260,58 @@ func NewHTTPServer(h http.Handler) *http.Server {
 	}
 }
 
-// withIndex sets X-Leasehold-Index to the latest Index before h runs;
-// handlers that answer with a particular Snapshot set it again to that
-// Snapshot's Index.
+// setElections sets the Server's mode and elections from opts, checking
+// that the group's Leases and the Elections agree.
+func (s *Server) setElections(opts Options) error {
+	if opts.Group == nil {
+		s.election, s.group = opts.Election, group.Single{Election: opts.Election}
+		s.elections = []Election{opts.Election}
+	} else {
+		s.group, s.grouped = opts.Group, true
+		s.elections = slices.Clone(opts.Elections)
+	}
+	s.byName = make(map[string]Election, len(s.elections))
+	for i, el := range s.elections {
+		if el == nil {
+			return fmt.Errorf("httpapi: Elections[%d] is nil", i)
+		}
+		name := el.Snapshot().Lease
+		if _, dup := s.byName[name]; dup {
+			return fmt.Errorf("httpapi: two Elections of Lease %q", name)
+		}
+		s.byName[name] = el
+		s.names = append(s.names, name)
+	}
+	var leases []string
+	for _, l := range s.group.Snapshot().Leases {
+		leases = append(leases, l.Lease)
+	}
+	if !slices.Equal(leases, s.names) {
+		return fmt.Errorf("httpapi: the group's Leases %q are not the Elections' %q", leases, s.names)
+	}
+	return nil
+}
+
+// withIndex sets X-Leasehold-Index to the latest Index (the group's, in
+// group mode) before h runs; handlers that answer with a particular
+// Snapshot set it again to that Snapshot's Index.
 func (s *Server) withIndex(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		setIndex(w, s.election.Snapshot())
+		if s.grouped {
+			setIndexOf(w, s.group.Snapshot().Index)
+		} else {
+			setIndex(w, s.election.Snapshot())
+		}
 		h.ServeHTTP(w, r)
 	})
 }
 
 // setIndex sets X-Leasehold-Index to snap's Index.
-func setIndex(w http.ResponseWriter, snap *elect.Snapshot) {
-	w.Header().Set(indexHeader, strconv.FormatUint(snap.Index, 10))
+func setIndex(w http.ResponseWriter, snap *elect.Snapshot) { setIndexOf(w, snap.Index) }
+
+// setIndexOf sets X-Leasehold-Index to index.
+func setIndexOf(w http.ResponseWriter, index uint64) {
+	w.Header().Set(indexHeader, strconv.FormatUint(index, 10))
 }
 
 // newRouter returns a router whose unmatched requests get JSON 404s and

@@ -52,8 +52,10 @@ type AppHealth struct {
 // validUntil and validForMs come from snap.IsLeader(now) and
 // snap.ValidFor(now). validForMs is rounded down, so it never overstates
 // validity.
-func (s *Server) statusOf(snap *elect.Snapshot) Status {
-	now := s.clock.Now()
+func (s *Server) statusOf(snap *elect.Snapshot) Status { return s.statusAt(snap, s.clock.Now()) }
+
+// statusAt describes snap as judged at now (see statusOf).
+func (s *Server) statusAt(snap *elect.Snapshot, now time.Time) Status {
 	st := Status{
 		Identity:     snap.Identity,
 		Namespace:    snap.Namespace,

@@ -12,19 +12,64 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/group"
 )
 
 // handleWatch serves GET /v1/watch?index=N&wait=D, a Consul-style blocking
-// query: when the current Index differs from N (or N is absent) it answers
-// at once; otherwise it blocks until the Index changes or D (default 5m,
-// ≤ 10m) plus up to D/16 of random jitter has passed. It answers 200 with
-// the current status either way: a return does not promise a change. Once
-// EndBlockingRequests has been called, a request that would block is
-// answered 503 instead (see EndBlockingRequests).
+// query on el: when the current Index differs from N (or N is absent) it
+// answers at once; otherwise it blocks until the Index changes or D
+// (default 5m, ≤ 10m) plus up to D/16 of random jitter has passed. It
+// answers 200 with the current status either way: a return does not
+// promise a change. Once EndBlockingRequests has been called, a request
+// that would block is answered 503 instead (see EndBlockingRequests).
 //
 // With Accept: text/event-stream it serves Server-Sent Events instead (see
 // stream).
-func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, el Election) {
+	watch(s, w, r, s.electionSource(el))
+}
+
+// snapshot is what a blocking request waits on: an immutable state whose
+// Changed channel is closed once a state with a larger Index has been
+// published. *elect.Snapshot and *group.Snapshot are both.
+type snapshot interface {
+	Changed() <-chan struct{}
+}
+
+// source is a publisher of snapshots S that blocking requests watch, and
+// how to present them.
+type source[S snapshot] struct {
+	latest func() S       // the latest published snapshot; never nil
+	index  func(S) uint64 // its Index
+	event  string         // the name of its SSE events
+	body   func(S) any    // its JSON body, judged now (by the Server's clock)
+}
+
+// electionSource watches el; its body is the Status and its SSE event
+// status.
+func (s *Server) electionSource(el Election) source[*elect.Snapshot] {
+	return source[*elect.Snapshot]{
+		latest: el.Snapshot,
+		index:  func(snap *elect.Snapshot) uint64 { return snap.Index },
+		event:  "status",
+		body:   func(snap *elect.Snapshot) any { return s.statusOf(snap) },
+	}
+}
+
+// groupSource watches the group; its body is Leases and its SSE event
+// leases.
+func (s *Server) groupSource() source[*group.Snapshot] {
+	return source[*group.Snapshot]{
+		latest: s.group.Snapshot,
+		index:  func(snap *group.Snapshot) uint64 { return snap.Index },
+		event:  "leases",
+		body:   func(snap *group.Snapshot) any { return s.leasesOf(snap) },
+	}
+}
+
+// watch serves a blocking query on src, long-poll or (with Accept:
+// text/event-stream) Server-Sent Events: see handleWatch.
+func watch[S snapshot](s *Server, w http.ResponseWriter, r *http.Request, src source[S]) {
 	q, err := queryOf(r)
 	if err != nil {
 		badParameter(w, err)
@@ -46,20 +91,21 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 		if id, err := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64); err == nil {
 			index, hasIndex = id, true
 		}
-		s.stream(w, r, wait, index, hasIndex)
+		stream(s, w, r, src, wait, index, hasIndex)
 		return
 	}
 
-	snap := s.election.Snapshot()
+	snap := src.latest()
 	if hasIndex {
 		var ok bool
-		if snap, ok = s.block(w, r, snap, wait, func(snap *elect.Snapshot) bool {
-			return snap.Index != index
+		if snap, ok = block(s, w, r, src, snap, wait, func(snap S) bool {
+			return src.index(snap) != index
 		}); !ok {
 			return
 		}
 	}
-	respond(w, http.StatusOK, snap, s.statusOf(snap))
+	setIndexOf(w, src.index(snap))
+	writeJSON(w, http.StatusOK, src.body(snap))
 }
 
 // sseRetry is the reconnection time that every SSE stream sends first
@@ -90,13 +136,14 @@ const (
 	clientGone
 )
 
-// await blocks until done holds for the latest Snapshot (checked first with
-// snap, then after each change), wait has passed, or EndBlockingRequests is
-// called, and returns the latest Snapshot and how the wait ended. Once
-// EndBlockingRequests has been called it never blocks: it answers with a
-// Snapshot for which done holds, or ends with blockingEnded. It returns at
-// once when ctx ends. It waits on Snapshot.Changed: it never polls.
-func (s *Server) await(ctx context.Context, snap *elect.Snapshot, wait time.Duration, done func(*elect.Snapshot) bool) (*elect.Snapshot, waitEnd) {
+// await blocks until done holds for src's latest snapshot (checked first
+// with snap, then after each change), wait has passed, or
+// EndBlockingRequests is called, and returns the latest snapshot and how
+// the wait ended. Once EndBlockingRequests has been called it never
+// blocks: it answers with a snapshot for which done holds, or ends with
+// blockingEnded. It returns at once when ctx ends. It waits on the
+// snapshots' Changed: it never polls.
+func await[S snapshot](s *Server, ctx context.Context, src source[S], snap S, wait time.Duration, done func(S) bool) (S, waitEnd) {
 	if done(snap) {
 		return snap, answered
 	}
@@ -110,18 +157,19 @@ func (s *Server) await(ctx context.Context, snap *elect.Snapshot, wait time.Dura
 	for !done(snap) {
 		select {
 		case <-snap.Changed():
-			snap = s.election.Snapshot()
+			snap = src.latest()
 		case <-timer.C:
-			return s.election.Snapshot(), answered
+			return src.latest(), answered
 		case <-s.ended:
 			// A change published meanwhile is still delivered: no client
 			// misses one (leader:false first of all) because of the end.
-			if snap = s.election.Snapshot(); done(snap) {
+			if snap = src.latest(); done(snap) {
 				return snap, answered
 			}
 			return snap, blockingEnded
 		case <-ctx.Done():
-			return nil, clientGone
+			var none S
+			return none, clientGone
 		}
 	}
 	return snap, answered
@@ -130,31 +178,32 @@ func (s *Server) await(ctx context.Context, snap *elect.Snapshot, wait time.Dura
 // block awaits done for a handler (see await). It returns false when the
 // handler must not answer any more: the client left, or blocking requests
 // have ended, and then it has answered 503 with Retry-After itself.
-func (s *Server) block(w http.ResponseWriter, r *http.Request, snap *elect.Snapshot, wait time.Duration, done func(*elect.Snapshot) bool) (*elect.Snapshot, bool) {
-	snap, end := s.await(r.Context(), snap, wait, done)
+func block[S snapshot](s *Server, w http.ResponseWriter, r *http.Request, src source[S], snap S, wait time.Duration, done func(S) bool) (S, bool) {
+	snap, end := await(s, r.Context(), src, snap, wait, done)
+	var none S
 	switch end {
 	case clientGone:
-		return nil, false
+		return none, false
 	case blockingEnded:
 		refuseBlocking(w)
-		return nil, false
+		return none, false
 	}
 	return snap, true
 }
 
-// stream serves Server-Sent Events: first a retry field (sseRetry, in
-// milliseconds) on its own, which sets an EventSource's reconnection time
-// and dispatches no event; then the current state, unless the client has
-// seen it (Last-Event-ID, or else the index parameter, equals the current
-// Index); then one event per change of Index:
+// stream serves Server-Sent Events of src: first a retry field (sseRetry,
+// in milliseconds) on its own, which sets an EventSource's reconnection
+// time and dispatches no event; then the current state, unless the client
+// has seen it (Last-Event-ID, or else the index parameter, equals the
+// current Index); then one event per change of Index:
 //
 //	id: <index>
-//	event: status
-//	data: <status JSON>
+//	event: <src.event: status of an election, leases of the group>
+//	data: <src.body JSON: the status, or the group's Leases>
 //
-// The event is named status, so a browser's EventSource delivers it to
-// addEventListener("status", ...), never to onmessage (which receives only
-// unnamed events).
+// The event is named, so a browser's EventSource delivers it to
+// addEventListener("status", ...) (or "leases"), never to onmessage (which
+// receives only unnamed events);
 // and a comment line every heartbeat interval. Changes that follow each
 // other faster than the client reads are coalesced into the latest state.
 // The stream ends after wait, when the client leaves, or on
@@ -163,14 +212,14 @@ func (s *Server) block(w http.ResponseWriter, r *http.Request, snap *elect.Snaps
 // has been called, a client that has seen the current state is answered
 // 503 (refuseBlocking), and one that has not gets it as the stream's only
 // event.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Duration, seen uint64, hasSeen bool) {
+func stream[S snapshot](s *Server, w http.ResponseWriter, r *http.Request, src source[S], wait time.Duration, seen uint64, hasSeen bool) {
 	rc := http.NewResponseController(w)
-	snap := s.election.Snapshot()
-	if s.blockingEnded() && hasSeen && seen == snap.Index {
+	snap := src.latest()
+	if s.blockingEnded() && hasSeen && seen == src.index(snap) {
 		refuseBlocking(w)
 		return
 	}
-	setIndex(w, snap)
+	setIndexOf(w, src.index(snap))
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no") // tell proxies not to buffer
@@ -181,10 +230,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Durati
 
 	_, err := fmt.Fprintf(w, "retry: %d\n\n", sseRetry.Milliseconds())
 	if err == nil {
-		if hasSeen && seen == snap.Index {
+		if hasSeen && seen == src.index(snap) {
 			err = rc.Flush() // send the headers and retry: the stream is open
 		} else {
-			err = s.sendEvent(w, rc, snap)
+			err = sendEvent(w, rc, src, snap)
 		}
 	}
 	if s.blockingEnded() {
@@ -197,8 +246,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Durati
 	for err == nil {
 		select {
 		case <-snap.Changed():
-			snap = s.election.Snapshot()
-			err = s.sendEvent(w, rc, snap)
+			snap = src.latest()
+			err = sendEvent(w, rc, src, snap)
 		case <-heartbeat.C:
 			if _, err = fmt.Fprint(w, ": heartbeat\n\n"); err == nil {
 				err = rc.Flush()
@@ -206,8 +255,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Durati
 		case <-timer.C:
 			return
 		case <-s.ended:
-			if latest := s.election.Snapshot(); latest.Index != snap.Index {
-				_ = s.sendEvent(w, rc, latest) // a change not sent yet: no client misses one
+			if latest := src.latest(); src.index(latest) != src.index(snap) {
+				_ = sendEvent(w, rc, src, latest) // a change not sent yet: no client misses one
 			}
 			return
 		case <-r.Context().Done():
@@ -217,13 +266,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, wait time.Durati
 	s.log.Debug("event stream ended", "err", err)
 }
 
-// sendEvent writes and flushes one status event for snap, judged now.
-func (s *Server) sendEvent(w http.ResponseWriter, rc *http.ResponseController, snap *elect.Snapshot) error {
-	data, err := json.Marshal(s.statusOf(snap))
+// sendEvent writes and flushes one event of src for snap, judged now.
+func sendEvent[S snapshot](w http.ResponseWriter, rc *http.ResponseController, src source[S], snap S) error {
+	data, err := json.Marshal(src.body(snap))
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(w, "id: %d\nevent: status\ndata: %s\n\n", snap.Index, data); err != nil {
+	if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", src.index(snap), src.event, data); err != nil {
 		return err
 	}
 	return rc.Flush()
