@@ -397,21 +397,23 @@ type write struct {
 	At     time.Time
 	Token  uint64 // 0 when absent or malformed
 	Writer string
-	Code   int // the store's answer
+	Shard  string // ?shard=, "" for the single-Lease examples
+	Code   int    // the store's answer
 }
 
 // store is a fenced store: it accepts a POST whose ?token= is at least the
-// largest token it has accepted, refuses a smaller one with 409 (and a
-// missing one with 400), and records every write.
+// largest token it has accepted for the same ?shard= (absent for one
+// Lease), refuses a smaller one with 409 (and a missing one with 400), and
+// records every write.
 type store struct {
 	*httptest.Server
-	mu    sync.Mutex
-	fence uint64
-	log   []write
+	mu     sync.Mutex
+	fences map[string]uint64 // by shard
+	log    []write
 }
 
 func newStore(t *testing.T) *store {
-	s := &store{}
+	s := &store{fences: map[string]uint64{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -426,18 +428,19 @@ func (s *store) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token, err := strconv.ParseUint(r.URL.Query().Get("token"), 10, 64)
+	shard := r.URL.Query().Get("shard")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	code, body := http.StatusOK, `{"ok":true}`
 	switch {
 	case err != nil || token == 0:
 		code, body = http.StatusBadRequest, `{"error":"no fencing token"}`
-	case token < s.fence:
-		code, body = http.StatusConflict, fmt.Sprintf(`{"error":"stale fencing token %d < %d"}`, token, s.fence)
+	case token < s.fences[shard]:
+		code, body = http.StatusConflict, fmt.Sprintf(`{"error":"stale fencing token %d < %d"}`, token, s.fences[shard])
 	default:
-		s.fence = token
+		s.fences[shard] = token
 	}
-	s.log = append(s.log, write{At: at, Token: token, Writer: r.URL.Query().Get("writer"), Code: code})
+	s.log = append(s.log, write{At: at, Token: token, Writer: r.URL.Query().Get("writer"), Shard: shard, Code: code})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, body)
@@ -447,7 +450,7 @@ func (s *store) serve(w http.ResponseWriter, r *http.Request) {
 func (s *store) raiseFence(token uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fence = max(s.fence, token)
+	s.fences[""] = max(s.fences[""], token)
 }
 
 func (s *store) writes() []write {

@@ -19,7 +19,9 @@ import (
 // newProber builds health-gated candidacy: the elector, started withdrawn,
 // is put in the election when the app turns healthy and taken out (ending
 // and releasing a term) when it turns unhealthy.
-func newProber(cfg config.AppHealth, elector *elect.Elector, registry prometheus.Registerer, log *slog.Logger) (*apphealth.Prober, error) {
+func newProber(cfg config.AppHealth, elector interface {
+	SetCandidate(context.Context, bool, string) (bool, error)
+}, registry prometheus.Registerer, log *slog.Logger) (*apphealth.Prober, error) {
 	return apphealth.New(apphealth.Config{
 		URL:              cfg.URL,
 		Timeout:          cfg.Timeout,

@@ -18,8 +18,6 @@ import (
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
-	"github.com/leasehold/leasehold/internal/elect"
-	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/logging"
@@ -62,9 +60,11 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every leasehold_* series (and leader_election_master_status) carries
-	// the election it belongs to, so that alerts and dashboards group by
-	// Lease; the Go and process collectors above are the process's own.
-	leasehold := prometheus.WrapRegistererWith(prometheus.Labels{"lease": cfg.LeaseName, "namespace": cfg.LeaseNamespace}, registry)
+	// the election it belongs to (its Lease; in a group, the group, and each
+	// election's series their lease too), so that alerts and dashboards
+	// group by Lease; the Go and process collectors above are the
+	// process's own.
+	leasehold := prometheus.WrapRegistererWith(metricLabels(cfg), registry)
 
 	restConfig, err := kubeclient.New(kubeclient.Options{
 		Kubeconfig: os.Getenv("KUBECONFIG"),
@@ -78,42 +78,28 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	elector, err := elect.New(elect.Config{
-		Config: decide.Config{
-			Namespace:      cfg.LeaseNamespace,
-			Name:           cfg.LeaseName,
-			Identity:       cfg.Identity,
-			LeaseDuration:  cfg.LeaseDuration,
-			RenewDeadline:  cfg.RenewDeadline,
-			RetryPeriod:    cfg.RetryPeriod,
-			ReleaseOnStop:  cfg.ReleaseOnShutdown,
-			StartWithdrawn: cfg.AppHealth.Enabled(), // no term before the app was seen healthy
-		},
-		Leases:  leases,
-		Logger:  log,
-		Metrics: elect.NewMetrics(leasehold),
-	})
+	elected, err := newElection(cfg, leases, leasehold, log)
 	if err != nil {
 		return err
 	}
 	apiOptions := httpapi.Options{
-		Election:      elector,
 		LeaseDuration: cfg.LeaseDuration,
 		Registry:      registry,
 		Registerer:    leasehold,
 		Version:       currentVersion().Version,
 		Logger:        log,
 	}
+	elected.apiOptions(&apiOptions)
 	var prober *apphealth.Prober
 	if cfg.AppHealth.Enabled() {
-		if prober, err = newProber(cfg.AppHealth, elector, leasehold, log); err != nil {
+		if prober, err = newProber(cfg.AppHealth, elected.candidacy, leasehold, log); err != nil {
 			return err
 		}
 		apiOptions.AppHealth = prober
 	}
 	var labeler *podlabel.Labeler
 	if cfg.PodLabel != "" {
-		if labeler, err = newLabeler(cfg, restConfig, elector, leasehold, log); err != nil {
+		if labeler, err = newLabeler(cfg, restConfig, elected.elector, leasehold, log); err != nil {
 			return err
 		}
 	}
@@ -138,7 +124,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	failures := make(chan error, 5)
 	signals, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stopSignals()
-	election := startTask("election", elector.Run, failures)
+	election := startTask("election", elected.run, failures)
 	defer election.stop()
 	var probing, labeling *task
 	if prober != nil {
@@ -160,7 +146,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		}()
 	}
 	log.Info("leasehold started", "version", currentVersion().Version, "identity", cfg.Identity,
-		"lease", cfg.LeaseNamespace+"/"+cfg.LeaseName, "api", apiListener.Addr().String(), "ops", opsListener.Addr().String(),
+		"namespace", cfg.LeaseNamespace, "leases", cfg.Leases, "group", cfg.Group, "candidate", cfg.Candidate, "api", apiListener.Addr().String(), "ops", opsListener.Addr().String(),
 		"appHealth", cfg.AppHealth.URL, "podLabel", cfg.PodLabel)
 
 	var failure error

@@ -31,7 +31,11 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 	log := logging.New(stderr, "text", slog.LevelInfo).With("component", "leasehold-run")
 	signals, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return runner.Run(signals, runner.Config{
+	run := runner.Run
+	if opts.Each {
+		run = runner.RunEach
+	}
+	return run(signals, runner.Config{
 		Options: opts,
 		Env:     os.Environ(),
 		Stdin:   os.Stdin,

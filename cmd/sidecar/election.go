@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/leasehold/leasehold/internal/config"
+	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/elect/decide"
+	"github.com/leasehold/leasehold/internal/group"
+	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/kubeclient"
+)
+
+// election is what the sidecar campaigns with: one elector, or a lease
+// group of them.
+type election struct {
+	run func(context.Context) error
+	// candidacy puts this instance in the election or takes it out (for
+	// health-gated candidacy): the elector's, or the group's membership.
+	candidacy interface {
+		SetCandidate(ctx context.Context, candidate bool, reason string) (bool, error)
+	}
+	elector *elect.Elector // the one elector; nil for a group
+	group   *group.Group   // nil for one Lease
+}
+
+// electionConfig is the decision core's configuration shared by every Lease
+// of this instance; Name is the single Lease's (a group sets its own).
+func electionConfig(cfg config.Config) decide.Config {
+	return decide.Config{
+		Namespace:     cfg.LeaseNamespace,
+		Name:          cfg.Leases[0],
+		Identity:      cfg.Identity,
+		LeaseDuration: cfg.LeaseDuration,
+		RenewDeadline: cfg.RenewDeadline,
+		RetryPeriod:   cfg.RetryPeriod,
+		ReleaseOnStop: cfg.ReleaseOnShutdown,
+		// No term before the app was seen healthy; an observer never
+		// campaigns.
+		StartWithdrawn: cfg.AppHealth.Enabled() || !cfg.Candidate,
+	}
+}
+
+// newElection builds the elector or the group that cfg describes, with its
+// metrics registered in reg (labelled with the Lease, or the group).
+func newElection(cfg config.Config, leases *kubeclient.LeaseClient, reg prometheus.Registerer, log *slog.Logger) (*election, error) {
+	if !cfg.Grouped() {
+		elector, err := elect.New(elect.Config{
+			Config:  electionConfig(cfg),
+			Leases:  leases,
+			Logger:  log,
+			Metrics: elect.NewMetrics(reg),
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &election{run: elector.Run, candidacy: elector, elector: elector}, nil
+	}
+	g, err := group.New(group.Config{
+		Name:       cfg.Group,
+		Leases:     cfg.Leases,
+		Election:   electionConfig(cfg),
+		Candidate:  cfg.Candidate,
+		Balance:    cfg.Balance,
+		Client:     leases,
+		Logger:     log.With("group", cfg.Group),
+		Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &election{run: g.Run, candidacy: g, group: g}, nil
+}
+
+// apiOptions sets the election's part of the HTTP layer's options.
+func (e *election) apiOptions(opts *httpapi.Options) {
+	if e.group == nil {
+		opts.Election = e.elector
+		return
+	}
+	opts.Group = e.group
+	for _, el := range e.group.Electors() {
+		opts.Elections = append(opts.Elections, el)
+	}
+}
+
+// metricLabels are the constant labels of every leasehold_* series: the
+// Lease, or the group (each election's series add their lease), and the
+// namespace.
+func metricLabels(cfg config.Config) prometheus.Labels {
+	if cfg.Grouped() {
+		return prometheus.Labels{"group": cfg.Group, "namespace": cfg.LeaseNamespace}
+	}
+	return prometheus.Labels{"lease": cfg.LeaseName, "namespace": cfg.LeaseNamespace}
+}
