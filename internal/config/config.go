@@ -125,12 +125,12 @@ type Config struct {
 // when LEASEHOLD_NAME is unset, which would let an unrelated LOG_LEVEL or
 // IDENTITY in the container's environment configure the sidecar.
 type spec struct {
-	LeaseName         string        `split_words:"true"`
+	LeaseName         string `split_words:"true"`
 	Leases            string
-	Shards            *int  // nil when unset
+	Shards            *int // nil when unset
 	Group             string
-	Balance           *bool // nil when unset
-	Candidate         bool `default:"true"`
+	Balance           *bool         // nil when unset
+	Candidate         bool          `default:"true"`
 	LeaseNamespace    string        `split_words:"true"`
 	Identity          *string       // nil when LEASEHOLD_IDENTITY is unset
 	LeaseDuration     time.Duration `split_words:"true" default:"15s"`
