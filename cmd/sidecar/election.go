@@ -82,7 +82,7 @@ func (e *election) apiOptions(opts *httpapi.Options) {
 		return
 	}
 	opts.Group = e.group
-	for _, el := range e.group.Electors() {
+	for _, el := range e.group.Elections() {
 		opts.Elections = append(opts.Elections, el)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +29,7 @@ type Group struct {
 	log      *slog.Logger
 	electors []*elect.Elector
 	members  *membership
+	declines *declines
 	metrics  *metrics
 
 	snapshots *Publisher
@@ -51,12 +51,13 @@ func New(cfg Config) (*Group, error) {
 		return nil, err
 	}
 	g := &Group{
-		cfg:     cfg,
-		clock:   cfg.Clock,
-		log:     cfg.Logger,
-		notify:  make(chan struct{}, 1),
-		fitness: make(chan fitRequest),
-		done:    make(chan struct{}),
+		declines: &declines{},
+		cfg:      cfg,
+		clock:    cfg.Clock,
+		log:      cfg.Logger,
+		notify:   make(chan struct{}, 1),
+		fitness:  make(chan fitRequest),
+		done:     make(chan struct{}),
 	}
 	if g.clock == nil {
 		g.clock = clock.RealClock{}
@@ -101,6 +102,7 @@ func New(cfg Config) (*Group, error) {
 			notify:   g.notify,
 			wake:     make(chan struct{}, 1),
 			records:  map[string]memberRecord{},
+			declines: g.declines,
 		}
 		g.members.wanted.Store(!cfg.Election.StartWithdrawn)
 	}
@@ -111,8 +113,16 @@ func New(cfg Config) (*Group, error) {
 // Snapshot returns the latest published group state.
 func (g *Group) Snapshot() *Snapshot { return g.snapshots.Snapshot() }
 
-// Electors returns the group's electors, in configured order.
-func (g *Group) Electors() []*elect.Elector { return slices.Clone(g.electors) }
+// Elections returns the group's elections, in configured order, as the
+// HTTP layer serves them (Election: a release with a stay-out is a decline
+// the other members see).
+func (g *Group) Elections() []Election {
+	out := make([]Election, len(g.electors))
+	for i, e := range g.electors {
+		out[i] = Election{Elector: e, group: g}
+	}
+	return out
+}
 
 // Done is closed when Run has returned.
 func (g *Group) Done() <-chan struct{} { return g.done }

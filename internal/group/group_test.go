@@ -129,6 +129,30 @@ func (m *member) held() int {
 // every sample that no Lease has two valid leaders among them.
 func waitHeld(t *testing.T, members []*member, want []int) {
 	t.Helper()
+	waitUntil(t, members, fmt.Sprint(want), func(got []int) bool { return slices.Equal(got, want) })
+}
+
+// waitFair waits until the members hold all n Leases, each ⌊n/M⌋ or
+// ⌈n/M⌉ of them.
+func waitFair(t *testing.T, members []*member, n int) {
+	t.Helper()
+	lo, hi := n/len(members), (n+len(members)-1)/len(members)
+	waitUntil(t, members, fmt.Sprintf("%d or %d each, %d in all", lo, hi, n), func(got []int) bool {
+		sum := 0
+		for _, c := range got {
+			if c < lo || c > hi {
+				return false
+			}
+			sum += c
+		}
+		return sum == n
+	})
+}
+
+// waitUntil waits until the members' counts of Leases held satisfy ok,
+// checking at every sample that no Lease has two valid leaders among them.
+func waitUntil(t *testing.T, members []*member, want string, ok func(held []int) bool) {
+	t.Helper()
 	deadline := time.Now().Add(generous)
 	for {
 		checkOneLeader(t, members)
@@ -136,11 +160,11 @@ func waitHeld(t *testing.T, members []*member, want []int) {
 		for i, m := range members {
 			got[i] = m.held()
 		}
-		if slices.Equal(got, want) {
+		if ok(got) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("held %v, want %v", got, want)
+			t.Fatalf("held %v, want %s", got, want)
 		}
 		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
 	}
@@ -236,38 +260,11 @@ func TestScaleUpMovesTheFewestLeases(t *testing.T) {
 	stopped := time.Now()
 	d.stop(t)
 	remaining := []*member{a, b, c}
-	waitHeld(t, remaining, heldOf(remaining, 16))
+	waitFair(t, remaining, 16)
 	t.Logf("d's shards re-held %v after it was asked to stop", time.Since(stopped))
 	if got := moves.count(); got != 16 {
 		t.Errorf("after d left, %d moves in all, want 16 (12 + d's 4)", got)
 	}
-}
-
-// heldOf is the settled count of each member for n Leases: the members that
-// hold the most now get ⌈n/M⌉, as group.Assign gives them.
-func heldOf(members []*member, n int) []int {
-	counts := make([]int, len(members))
-	for i, m := range members {
-		counts[i] = m.held()
-	}
-	order := make([]int, len(members))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(x, y int) int {
-		if counts[x] != counts[y] {
-			return counts[y] - counts[x]
-		}
-		return strings.Compare(members[x].id, members[y].id)
-	})
-	want := make([]int, len(members))
-	for rank, i := range order {
-		want[i] = n / len(members)
-		if rank < n%len(members) {
-			want[i]++
-		}
-	}
-	return want
 }
 
 // TestObserverFollowsWithoutCampaigning: an observer reports every Lease's
@@ -324,4 +321,41 @@ func TestGreedyTakesEverything(t *testing.T) {
 	if b.Snapshot().Members != 2 {
 		t.Errorf("b sees %d members, want 2", b.Snapshot().Members)
 	}
+}
+
+// TestReleaseWithStayOutHandsTheLeaseOver: a member that releases a Lease
+// for a while declines it on its member Lease; another member takes it at
+// once, the group settles fairly around the decline (the other member
+// hands one of its own Leases over), and the declined Lease does not come
+// back to its decliner during the stay-out.
+func TestReleaseWithStayOutHandsTheLeaseOver(t *testing.T) {
+	f := newFixture(t)
+	leases := shardNames(4)
+	a, b := f.start("a", leases), f.start("b", leases)
+	waitHeld(t, []*member{a, b}, []int{2, 2})
+	var mine group.Election
+	for _, e := range a.Elections() {
+		if e.Snapshot().IsLeader(time.Now()) {
+			mine = e
+			break
+		}
+	}
+	released := time.Now()
+	stayOut := 4 * leaseDuration
+	if ok, err := mine.Release(t.Context(), stayOut); err != nil || !ok {
+		t.Fatalf("Release: %v, %v", ok, err)
+	}
+	declined := mine.Snapshot().Lease
+	waitUntil(t, []*member{a, b}, "b holding "+declined+", 2 each", func(held []int) bool {
+		return b.Snapshot().Lease(declined).IsLeader(time.Now()) && slices.Equal(held, []int{2, 2})
+	})
+	t.Logf("b holds the declined Lease %s and the group is fair again %v after the release", declined, time.Since(released))
+	for time.Since(released) < stayOut+leaseDuration {
+		checkOneLeader(t, []*member{a, b})
+		if a.Snapshot().Lease(declined).Leading && time.Since(released) < stayOut {
+			t.Fatalf("a leads %s again %v after declining it for %v", declined, time.Since(released), stayOut)
+		}
+		time.Sleep(50 * time.Millisecond) // sampling: the outcome is decided by what is sampled
+	}
+	waitFair(t, []*member{a, b}, 4)
 }

@@ -73,7 +73,7 @@ func (l *loop) plan(ctx context.Context, now time.Time, snap Snapshot) time.Time
 	default:
 		states := make([]LeaseState, len(snap.Leases))
 		for i, s := range snap.Leases {
-			states[i] = LeaseState{Observed: s.Observed, Leading: s.Leading, Holder: s.Holder, FreeAt: s.FreeAt}
+			states[i] = LeaseState{Name: s.Lease, Observed: s.Observed, Leading: s.Leading, Holder: s.Holder, FreeAt: s.FreeAt}
 		}
 		var ok bool
 		var next time.Time

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,9 @@ type Members struct {
 	// Listed is true once the member Leases have been listed: before that,
 	// Identities says nothing.
 	Listed bool
+	// Declined are, per live member, the Leases it stays out of now
+	// (DeclinedAnnotation); nil when none.
+	Declined map[string][]string
 }
 
 // membership keeps this instance's member Lease while it is a member, and
@@ -72,6 +76,7 @@ type membership struct {
 	log                   *slog.Logger
 	timeout               time.Duration // bound of each request
 	notify                chan<- struct{}
+	declines              *declines // this member's own, written on its member Lease
 
 	current atomic.Pointer[Members]
 	wanted  atomic.Bool   // be a member: set by setMember
@@ -84,6 +89,7 @@ type membership struct {
 	want     bool                  // be a member, as last read from wanted
 	own      *coordinationv1.Lease // as last written, nil when not written
 	renewAt  time.Time
+	written  string // DeclinedAnnotation as last written
 }
 
 // memberRecord is one member Lease as observed.
@@ -92,6 +98,7 @@ type memberRecord struct {
 	resourceVersion string
 	seenAt          time.Time
 	ttl             time.Duration
+	declined        map[string]time.Time // wall-clock ends of its stay-outs
 }
 
 func (r memberRecord) liveAt(now time.Time) bool {
@@ -112,6 +119,12 @@ func (m *membership) load() *Members { return m.current.Load() }
 // blocks.
 func (m *membership) setMember(member bool) {
 	m.wanted.Store(member)
+	m.poke()
+}
+
+// poke wakes the loop: membership wanted, or this member's declines,
+// changed. It never blocks.
+func (m *membership) poke() {
 	select {
 	case m.wake <- struct{}{}:
 	default:
@@ -141,8 +154,9 @@ func (m *membership) run(ctx context.Context) {
 			m.want = want
 		}
 		now := m.clock.Now()
-		if m.want && (m.own == nil || !now.Before(m.renewAt)) {
-			m.upkeep(ctx)
+		declined := encodeDeclines(m.declines.current(now))
+		if m.want && (m.own == nil || !now.Before(m.renewAt) || declined != m.written) {
+			m.upkeep(ctx, declined)
 			now = m.clock.Now()
 		}
 		m.publish(now)
@@ -175,27 +189,33 @@ func (m *membership) nextWake(now time.Time) time.Time {
 		if end := r.seenAt.Add(r.ttl); end.After(now) && end.Before(wake) {
 			wake = end
 		}
+		for _, until := range r.declined {
+			if until.After(now) && until.Before(wake) {
+				wake = until // a stay-out ends: publish, and write the annotation without it
+			}
+		}
 	}
 	return wake
 }
 
-// upkeep creates or renews the member Lease.
-func (m *membership) upkeep(ctx context.Context) {
+// upkeep creates or renews the member Lease, with declined as its
+// DeclinedAnnotation.
+func (m *membership) upkeep(ctx context.Context, declined string) {
 	reqCtx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	now := m.clock.Now()
 	var written *coordinationv1.Lease
 	var err error
 	if m.own == nil {
-		written, err = m.leases.Create(reqCtx, m.record(now, nil), metav1.CreateOptions{})
+		written, err = m.leases.Create(reqCtx, m.record(now, nil, declined), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			var got *coordinationv1.Lease
 			if got, err = m.leases.Get(reqCtx, m.name, metav1.GetOptions{}); err == nil {
-				written, err = m.leases.Update(reqCtx, m.record(now, got), metav1.UpdateOptions{})
+				written, err = m.leases.Update(reqCtx, m.record(now, got, declined), metav1.UpdateOptions{})
 			}
 		}
 	} else {
-		written, err = m.leases.Update(reqCtx, m.record(now, m.own), metav1.UpdateOptions{})
+		written, err = m.leases.Update(reqCtx, m.record(now, m.own, declined), metav1.UpdateOptions{})
 	}
 	if err != nil {
 		m.log.Warn("member Lease write failed", "err", err)
@@ -205,13 +225,14 @@ func (m *membership) upkeep(ctx context.Context) {
 		m.renewAt = now.Add(m.timeout)
 		return
 	}
-	m.own = written
+	m.own, m.written = written, declined
 	m.renewAt = now.Add(m.ttl / 3)
 	m.observe(m.clock.Now(), memberEvent{lease: written})
 }
 
-// record is the member Lease to write at now, on base (nil for a Create).
-func (m *membership) record(now time.Time, base *coordinationv1.Lease) *coordinationv1.Lease {
+// record is the member Lease to write at now, on base (nil for a Create),
+// with declined as its DeclinedAnnotation.
+func (m *membership) record(now time.Time, base *coordinationv1.Lease, declined string) *coordinationv1.Lease {
 	l := &coordinationv1.Lease{}
 	if base != nil {
 		l = base.DeepCopy()
@@ -221,6 +242,14 @@ func (m *membership) record(now time.Time, base *coordinationv1.Lease) *coordina
 		l.Labels = map[string]string{}
 	}
 	l.Labels[MemberLabel] = m.group
+	if declined != "" {
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		l.Annotations[DeclinedAnnotation] = declined
+	} else {
+		delete(l.Annotations, DeclinedAnnotation)
+	}
 	t := metav1.NewMicroTime(now)
 	l.Spec.HolderIdentity = ptr.To(m.identity)
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(m.ttl / time.Second))
@@ -272,7 +301,7 @@ func (m *membership) observe(now time.Time, ev memberEvent) {
 }
 
 func recordOf(now time.Time, l *coordinationv1.Lease) memberRecord {
-	r := memberRecord{resourceVersion: l.ResourceVersion, seenAt: now, ttl: time.Second}
+	r := memberRecord{resourceVersion: l.ResourceVersion, seenAt: now, ttl: time.Second, declined: decodeDeclines(l.Annotations[DeclinedAnnotation])}
 	if l.Spec.HolderIdentity != nil {
 		r.identity = *l.Spec.HolderIdentity
 	}
@@ -292,15 +321,28 @@ func newerRV(a, b string) bool {
 // publish publishes the live members at now, and notifies on a change.
 func (m *membership) publish(now time.Time) {
 	var ids []string
+	var declined map[string][]string
 	for _, r := range m.records {
-		if r.liveAt(now) {
-			ids = append(ids, r.identity)
+		if !r.liveAt(now) {
+			continue
+		}
+		ids = append(ids, r.identity)
+		for lease, until := range r.declined {
+			if now.Before(until) {
+				if declined == nil {
+					declined = map[string][]string{}
+				}
+				declined[r.identity] = append(declined[r.identity], lease)
+			}
 		}
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
+	for _, leases := range declined {
+		slices.Sort(leases)
+	}
 	prev := m.load()
-	if prev != nil && prev.Listed == m.listed && slices.Equal(prev.Identities, ids) {
+	if prev != nil && prev.Listed == m.listed && slices.Equal(prev.Identities, ids) && reflect.DeepEqual(prev.Declined, declined) {
 		return
 	}
 	if prev != nil {
@@ -311,7 +353,7 @@ func (m *membership) publish(now time.Time) {
 			}
 		}
 	}
-	m.current.Store(&Members{Identities: ids, JoinedAt: m.joinedAt, Listed: m.listed})
+	m.current.Store(&Members{Identities: ids, JoinedAt: m.joinedAt, Listed: m.listed, Declined: declined})
 	select {
 	case m.notify <- struct{}{}:
 	default:

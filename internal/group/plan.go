@@ -139,6 +139,7 @@ func Candidacy(v View, settled bool) []bool {
 // LeaseState is what the plan needs of one Lease's election, as this
 // instance's elector reports it (elect.Snapshot, decide.Report).
 type LeaseState struct {
+	Name     string    // the Lease's name
 	Observed bool      // the Lease has been read or found missing at least once
 	Leading  bool      // this instance holds a term
 	Holder   string    // the record's holder, "" when none
@@ -168,6 +169,16 @@ func Balanced(self string, now time.Time, members *Members, leases []LeaseState,
 		return nil, time.Time{}, false
 	}
 	view := View{Self: self, Members: members.Identities, Holders: make([]string, len(leases))}
+	if len(members.Declined) > 0 {
+		view.Declined = map[string][]bool{}
+		for member, names := range members.Declined {
+			d := make([]bool, len(leases))
+			for i := range leases {
+				d[i] = slices.Contains(names, leases[i].Name)
+			}
+			view.Declined[member] = d
+		}
+	}
 	wake = now.Add(24 * time.Hour)
 	for i, s := range leases {
 		if !s.Observed {

@@ -94,6 +94,12 @@ func TestAssign(t *testing.T) {
 		wantMoves: 1,
 		wantCount: map[string]int{"a": 1, "b": 3},
 	}, {
+		name: "settled around a decline: a fixed point",
+		view: View{Members: []string{"a", "b"}, Holders: []string{"b", "a", "b", "a"},
+			Declined: map[string][]bool{"a": {true}}},
+		wantMoves: 0,
+		wantCount: map[string]int{"a": 2, "b": 2},
+	}, {
 		name: "a Lease declined by every member stays unassigned",
 		view: View{Members: []string{"a", "b"}, Holders: []string{"", "a", "b"},
 			Declined: map[string][]bool{"a": {true}, "b": {true}}},

@@ -1,0 +1,102 @@
+package group
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/elect"
+)
+
+// DeclinedAnnotation, on a member Lease, lists the Leases of the group that
+// member stays out of for now, each with the wall-clock time its stay-out
+// ends (RFC 3339), as JSON: {"orders-3": "2026-12-01T10:00:00Z"}. The plan
+// gives a declined Lease to another member (Assign), so a Lease released
+// with POST /v1/leases/{lease}/release?for=D is taken by someone else
+// within a round trip instead of staying free for D. Wall clocks of
+// different nodes differ: an offset moves when a stay-out ends by that
+// much, which costs balance, never safety.
+const DeclinedAnnotation = "leasehold.io/declined"
+
+// Election is one Lease's election as the HTTP layer serves it: the
+// elector, with Release also recording the stay-out as a decline the
+// other members see.
+type Election struct {
+	*elect.Elector
+	group *Group
+}
+
+// Release releases the Lease (elect.Elector.Release) and keeps this member
+// out of it for stayOut; the other members see the decline on this
+// member's Lease and one of them takes the Lease.
+func (e Election) Release(ctx context.Context, stayOut time.Duration) (bool, error) {
+	if e.group.members != nil && stayOut > 0 {
+		e.group.declines.set(e.Snapshot().Lease, e.group.clock.Now().Add(stayOut))
+		e.group.members.poke()
+	}
+	return e.Elector.Release(ctx, stayOut)
+}
+
+// declines are this member's stay-outs, by Lease. Written by Release
+// (HTTP handlers), read by the membership loop; hence the lock.
+type declines struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (d *declines) set(lease string, until time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.until == nil {
+		d.until = map[string]time.Time{}
+	}
+	d.until[lease] = until
+}
+
+// current returns the stay-outs that have not ended at now, and forgets
+// the others.
+func (d *declines) current(now time.Time) map[string]time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]time.Time{}
+	for lease, until := range d.until {
+		if now.Before(until) {
+			out[lease] = until
+		} else {
+			delete(d.until, lease)
+		}
+	}
+	return out
+}
+
+// encodeDeclines is the annotation's value for until ("" for none).
+func encodeDeclines(until map[string]time.Time) string {
+	if len(until) == 0 {
+		return ""
+	}
+	m := make(map[string]string, len(until))
+	for lease, t := range until {
+		m[lease] = t.UTC().Format(time.RFC3339Nano)
+	}
+	b, _ := json.Marshal(m) // a map of strings always encodes
+	return string(b)
+}
+
+// decodeDeclines parses the annotation; a malformed one declines nothing.
+func decodeDeclines(value string) map[string]time.Time {
+	if value == "" {
+		return nil
+	}
+	var m map[string]string
+	if json.Unmarshal([]byte(value), &m) != nil {
+		return nil
+	}
+	out := make(map[string]time.Time, len(m))
+	for lease, s := range m {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			out[lease] = t
+		}
+	}
+	return out
+}
