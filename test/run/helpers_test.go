@@ -35,7 +35,14 @@ type runner struct {
 // ends it is sent SIGTERM, and SIGKILL if it has not exited generous later.
 func startRunner(t *testing.T, sidecar, logPath string, env []string, command ...string) *runner {
 	t.Helper()
-	args := append([]string{"run", "--sidecar", sidecar, "--grace", grace.String(), "--start-delay", startDelay.String(), "--"}, command...)
+	return startRunnerWith(t, sidecar, logPath, env, nil, command...)
+}
+
+// startRunnerWith is startRunner with flags added before the "--".
+func startRunnerWith(t *testing.T, sidecar, logPath string, env, flags []string, command ...string) *runner {
+	t.Helper()
+	args := append([]string{"run", "--sidecar", sidecar, "--grace", grace.String(), "--start-delay", startDelay.String()}, flags...)
+	args = append(append(args, "--"), command...)
 	out, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)

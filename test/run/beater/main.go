@@ -3,6 +3,9 @@
 // to the file named by $BEAT_FILE when it starts and every 5 ms, so the
 // test can tell exactly when, and under which token, it ran.
 //
+// With $BEAT_DIR set instead, the file is $BEAT_DIR/$LEASEHOLD_LEASE.beats:
+// one file per Lease, for `leasehold run --each`.
+//
 // On SIGTERM it appends "# SIGTERM <unix nanos>" and exits at once with
 // status $BEAT_TERM_EXIT (default 0), or carries on beating when
 // $BEAT_IGNORE_TERM is 1 (only SIGKILL stops it then).
@@ -12,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -20,7 +24,11 @@ import (
 const period = 5 * time.Millisecond
 
 func main() {
-	f, err := os.OpenFile(os.Getenv("BEAT_FILE"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	path := os.Getenv("BEAT_FILE")
+	if dir := os.Getenv("BEAT_DIR"); dir != "" {
+		path = filepath.Join(dir, os.Getenv("LEASEHOLD_LEASE")+".beats")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "beater:", err)
 		os.Exit(1)

@@ -1,0 +1,129 @@
+package run
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/kubetest"
+)
+
+// TestEachRunsOneCopyPerLeaseHeld: two sidecars of a group of 2 shards,
+// each with `leasehold run --each`: each pod runs one copy, for the shard
+// it holds, with LEASEHOLD_LEASE naming it (the beater writes to a file of
+// that name). When one sidecar stops, the other pod starts a copy for the
+// shard it takes over, with a larger token; per shard, the copies of the
+// two pods never run at the same time.
+func TestEachRunsOneCopyPerLeaseHeld(t *testing.T) {
+	t.Parallel()
+	ns, err := kubetest.Require(t, cluster).CreateNamespace(t.Context(), "run-each")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fleet.Config{
+		Binary: binary, Cluster: cluster, Namespace: ns, Lease: "app",
+		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		Env: []string{"LEASEHOLD_SHARDS=2"}, Dir: t.TempDir(),
+	}
+	shards := []string{"app-0", "app-1"}
+	pods := map[string]*fleet.Instance{}
+	dirs := map[string]string{}
+	for _, name := range []string{"a", "b"} {
+		inst, err := cfg.Start(t.Context(), name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(inst.Stop)
+		pods[name] = inst
+		dirs[name] = filepath.Join(cfg.Dir, name+"-beats")
+		if err := os.Mkdir(dirs[name], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := startRunnerWith(t, inst.APIURL, filepath.Join(cfg.Dir, name+".runner.log"),
+			[]string{"BEAT_DIR=" + dirs[name]}, []string{"--each"}, beater)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("--- %s runner log tail:\n%s", name, kubetest.LogTail(r.log, 20))
+			}
+		})
+	}
+	beating := func(pod, shard string, after fence.Token) bool {
+		beats, _ := beatsOf(t, filepath.Join(dirs[pod], shard+".beats"))
+		n := 0
+		for _, b := range beats {
+			if b.token > after {
+				n++
+			}
+		}
+		return n >= 20
+	}
+	eventually(t, "each pod running a copy for one shard", func() bool {
+		return (beating("a", "app-0", 0) && beating("b", "app-1", 0)) || (beating("a", "app-1", 0) && beating("b", "app-0", 0))
+	})
+	bShard := "app-0"
+	if beating("b", "app-1", 0) {
+		bShard = "app-1"
+	}
+	bBeats, _ := beatsOf(t, filepath.Join(dirs["b"], bShard+".beats"))
+	bToken := bBeats[len(bBeats)-1].token
+
+	pods["b"].Stop()
+	eventually(t, "a running a copy for b's shard "+bShard+" with a larger token", func() bool {
+		return beating("a", bShard, bToken)
+	})
+	for _, shard := range shards {
+		checkCopiesApart(t, shard, dirs["a"], dirs["b"])
+	}
+}
+
+// checkCopiesApart checks that the copies for shard in the beat
+// directories never ran at the same time: each token's beats form an
+// interval, and the intervals of different tokens do not overlap, later
+// tokens later.
+func checkCopiesApart(t *testing.T, shard string, dirs ...string) {
+	t.Helper()
+	type span struct {
+		token       fence.Token
+		first, last time.Time
+	}
+	var spans []span
+	for _, dir := range dirs {
+		beats, _ := beatsOf(t, filepath.Join(dir, shard+".beats"))
+		for _, b := range beats {
+			if n := len(spans); n > 0 && spans[n-1].token == b.token {
+				spans[n-1].last = b.at
+				continue
+			}
+			spans = append(spans, span{b.token, b.at, b.at})
+		}
+	}
+	slices.SortFunc(spans, func(x, y span) int { return x.first.Compare(y.first) })
+	for i := 1; i < len(spans); i++ {
+		prev, cur := spans[i-1], spans[i]
+		if !cur.first.After(prev.last) || cur.token <= prev.token {
+			t.Errorf("%s: the copy under token %d (%s..%s) and the one under token %d (%s..%s) overlap or go backwards",
+				shard, prev.token, clock(prev.first), clock(prev.last), cur.token, clock(cur.first), clock(cur.last))
+		}
+	}
+	if len(spans) == 0 {
+		t.Errorf("%s: no copy ran", shard)
+	}
+	t.Logf("%s: %s", shard, fmt.Sprint(len(spans), " copies, one after another"))
+}
+
+// eventually polls cond until it holds, failing the test after generous.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(generous)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s within %v", what, generous)
+		}
+		time.Sleep(20 * time.Millisecond) // polling files; the deadline decides
+	}
+}
