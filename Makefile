@@ -34,7 +34,7 @@ IMAGE_TAG     := $(patsubst v%,%,$(VERSION))
 CHART_VERSION  = $(if $(shell echo '$(IMAGE_TAG)' | grep -E '^[0-9]+\.[0-9]+\.[0-9]+'),$(IMAGE_TAG),0.0.0-g$(IMAGE_TAG))
 
 # The release build flags: their one definition is BUILD_FLAGS_FILE, which the
-# Dockerfile, .goreleaser.yaml and internal/fleet (the binary the tests run)
+# Dockerfile, .goreleaser.yaml and internal/testing/fleet (the binary the tests run)
 # read too. make build uses them with the version stamped.
 BUILD_FLAGS_FILE := internal/buildflags/flags.env
 build_flag        = $(shell sed -n 's/^$(1)=//p' $(BUILD_FLAGS_FILE) | tr -d "'")

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
 )
 
 // sample is one answer to GET /v1/status: the instance claimed (or not)

@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
 )
 
 // sampleEvery is how often the live view asks every instance for its status.

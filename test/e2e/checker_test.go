@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
 )
 
 // The checker itself, on made-up samples: it must report exactly the

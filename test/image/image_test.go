@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/httpapi"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // nonroot is distroless's nonroot user and group.
