@@ -460,6 +460,41 @@ func (tr *trial) checkRunnersRunning() {
 	}
 }
 
+// awaitPaused waits until every thread of process pid is stopped (SIGSTOP
+// is obeyed asynchronously: a thread running on another CPU may still act
+// for a moment after kill returns).
+func awaitPaused(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(generous)
+	for {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		if err != nil || len(tasks) == 0 {
+			t.Fatalf("process %d: no threads in /proc (%v)", pid, err)
+		}
+		stopped := true
+		for _, task := range tasks {
+			data, err := os.ReadFile(task)
+			if err != nil {
+				stopped = false // a thread that just exited; look again
+				break
+			}
+			// The state follows the command name, which is in parentheses.
+			_, after, _ := strings.Cut(string(data), ") ")
+			if state := strings.Fields(after); len(state) == 0 || (state[0] != "T" && state[0] != "t") {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d not stopped %v after SIGSTOP", pid, generous)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // release asks m's sidecar to give up leadership (POST /v1/release).
 func release(t *testing.T, m *member) {
 	t.Helper()
