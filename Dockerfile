@@ -3,7 +3,7 @@
 # stage runs on the build machine's platform and cross-compiles for the
 # target's (docker buildx build --platform linux/amd64,linux/arm64): no
 # emulation. The build flags are the ones of internal/buildflags/flags.env,
-# their one definition, which the tests build with too (internal/fleet,
+# their one definition, which the tests build with too (internal/testing/fleet,
 # test/image), so CI tests the binary that ships.
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 WORKDIR /src

@@ -34,7 +34,7 @@ IMAGE_TAG     := $(patsubst v%,%,$(VERSION))
 CHART_VERSION  = $(if $(shell echo '$(IMAGE_TAG)' | grep -E '^[0-9]+\.[0-9]+\.[0-9]+'),$(IMAGE_TAG),0.0.0-g$(IMAGE_TAG))
 
 # The release build flags: their one definition is BUILD_FLAGS_FILE, which the
-# Dockerfile, .goreleaser.yaml and internal/fleet (the binary the tests run)
+# Dockerfile, .goreleaser.yaml and internal/testing/fleet (the binary the tests run)
 # read too. make build uses them with the version stamped.
 BUILD_FLAGS_FILE := internal/buildflags/flags.env
 build_flag        = $(shell sed -n 's/^$(1)=//p' $(BUILD_FLAGS_FILE) | tr -d "'")
@@ -76,7 +76,7 @@ REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test unit sim vet kube-bins helm-bin chart-test kube bench bench-footprint image e2e-soak check-no-leftovers
+.PHONY: demo test unit sim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap image e2e-soak check-no-leftovers
 .PHONY: promtool-bin redocly-bin redocly-lint
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
@@ -191,6 +191,12 @@ bench: kube-bins
 FOOTPRINT_REF ?= 3f4e413
 bench-footprint: kube-bins
 	go run ./bench -only footprint -footprint-ref $(FOOTPRINT_REF) -footprint-gomemlimit 24MiB -out docs/benchmarks.md $(BENCH_FLAGS)
+
+## bench-overlap: only the overlap trials of make bench (partition and pause, OVERLAP_TRIALS each per implementation, default 10;
+## about 5 minutes), judged by internal/testing/overlap; replaces only that section of docs/benchmarks.md.
+OVERLAP_TRIALS ?= 10
+bench-overlap: kube-bins
+	go run ./bench -only overlap -partitions $(OVERLAP_TRIALS) -pauses $(OVERLAP_TRIALS) -out docs/benchmarks.md $(BENCH_FLAGS)
 
 ## help: list the targets and what they do (the default target; from the Makefile's `## target:` comments).
 help:

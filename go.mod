@@ -2,21 +2,31 @@ module github.com/leasehold/leasehold
 
 go 1.26.0
 
+// The product's direct dependencies: each is imported by a package that the
+// sidecar binary links (go list -deps ./cmd/sidecar; test/image checks it).
 require (
 	github.com/gorilla/mux v1.8.1
 	github.com/kelseyhightower/envconfig v1.4.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
-	github.com/prometheus/common v0.72.0
-	go.uber.org/goleak v1.3.0
-	golang.org/x/term v0.46.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0
-	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
-	sigs.k8s.io/yaml v1.6.0
+)
+
+// Direct dependencies of tests, test infrastructure (internal/testing) and
+// tools (bench, hack/demo) only: no package the binary links imports them.
+// All but goleak are in the binary all the same, through client-go or
+// client_golang, so a module of their own would not take them out of this
+// go.mod.
+require (
+	github.com/prometheus/common v0.72.0 // fleet reads metrics; the binary has it through client_golang
+	go.uber.org/goleak v1.3.0 // leak checks (kubetest, httpapi's tests); not in the binary
+	golang.org/x/term v0.46.0 // hack/demo's terminal; the binary has it through client-go
+	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // httpapi's tests validate api/openapi.yaml; the binary has it through client-go
+	sigs.k8s.io/yaml v1.6.0 // chart, example and release tests read YAML; the binary has it through client-go
 )
 
 require (

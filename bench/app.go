@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // appFigures are the figures of the app-aware features, which only

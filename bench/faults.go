@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
 )
 
 // faultKind is a fault that deposes a leader without stopping it.

@@ -21,8 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/buildflags"
-	"github.com/leasehold/leasehold/internal/fleet"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // The footprint section measures what one instance costs a pod, each

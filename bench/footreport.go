@@ -205,7 +205,14 @@ func yesNo(b bool) string {
 func (r *report) writeFootprint(path string) error {
 	var b strings.Builder
 	r.footprintMarkdown(&b)
-	section := b.String()
+	return replaceSection(path, footprintBegin, footprintEnd, b.String())
+}
+
+// replaceSection replaces the section between the markers begin and end
+// (included) of the file at path with section, keeping the rest of the
+// file; a file without the section gets it appended, and a missing file is
+// created.
+func replaceSection(path, begin, end, section string) error {
 	old, err := os.ReadFile(path)
 	switch {
 	case os.IsNotExist(err):
@@ -214,10 +221,10 @@ func (r *report) writeFootprint(path string) error {
 		return err
 	}
 	doc := string(old)
-	begin, end := strings.Index(doc, footprintBegin), strings.Index(doc, footprintEnd)
-	if begin < 0 || end < begin {
+	b, e := strings.Index(doc, begin), strings.Index(doc, end)
+	if b < 0 || e < b {
 		return os.WriteFile(path, []byte(strings.TrimRight(doc, "\n")+"\n\n"+section), 0o644)
 	}
-	doc = doc[:begin] + section + strings.TrimPrefix(doc[end+len(footprintEnd):], "\n")
+	doc = doc[:b] + section + strings.TrimPrefix(doc[e+len(end):], "\n")
 	return os.WriteFile(path, []byte(doc), 0o644)
 }

@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // gateFigures are what the health-gated candidacy trials showed.

@@ -20,9 +20,14 @@
 //     watchers' cost and leasehold's heap profile (footprint.go). It can run
 //     alone: -only footprint.
 //
+// The overlap trials (partition and pause) can run alone too: -only overlap
+// (with -partitions and -pauses; about 7 s per trial, 5 minutes for 10 of
+// each per implementation).
+// Overlaps are judged by internal/testing/overlap, the fault suite's rule.
+//
 // It prints one table, and with -out also writes it, with the command, the
-// machine and a latency plot, to a Markdown file. With -only footprint it
-// replaces only that section of the file.
+// machine and a latency plot, to a Markdown file. With -only it replaces
+// only that section of the file.
 package main
 
 import (
@@ -35,8 +40,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 func main() {
@@ -58,7 +63,7 @@ func main() {
 	flag.DurationVar(&opts.appTimeout, "app-health-timeout", 500*time.Millisecond, "LEASEHOLD_APP_HEALTH_TIMEOUT in the app-failure trials")
 	flag.IntVar(&opts.appThreshold, "app-health-threshold", 3, "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD in the app-failure trials")
 	flag.StringVar(&opts.out, "out", "", "also write the report (Markdown, plus an SVG plot beside it) to this file")
-	flag.StringVar(&opts.only, "only", "", `run only this section: "footprint" (with -out, only that section of the file is replaced)`)
+	flag.StringVar(&opts.only, "only", "", `run only this section: "footprint", or "overlap" (the partition and pause trials); with -out, only that section of the file is replaced`)
 	flag.DurationVar(&opts.footprintWindow, "footprint-window", time.Minute, "footprint: the idle window over which CPU is measured and RSS sampled")
 	flag.IntVar(&opts.footprintRounds, "footprint-rounds", 5, "footprint: rounds of GET /v1/status load (each -status-load long) per implementation")
 	flag.IntVar(&opts.starts, "starts", 20, "footprint: starts of each implementation, timed to /readyz 200")
@@ -73,8 +78,8 @@ func main() {
 		return nil
 	})
 	flag.Parse()
-	if opts.only != "" && opts.only != "footprint" {
-		fmt.Fprintf(os.Stderr, "bench: -only %q: the only section that runs alone is footprint\n", opts.only)
+	if opts.only != "" && opts.only != "footprint" && opts.only != "overlap" {
+		fmt.Fprintf(os.Stderr, "bench: -only %q: the sections that run alone are footprint and overlap\n", opts.only)
 		os.Exit(2)
 	}
 	opts.command = "go run ./bench " + strings.Join(os.Args[1:], " ")
@@ -144,15 +149,29 @@ func run(ctx context.Context, opts options) error {
 	fmt.Fprintf(os.Stderr, "bench: leaseDuration %v, renewDeadline %v, retryPeriod %v\n", opts.leaseDuration, opts.renewDeadline, opts.retryPeriod)
 
 	var report *report
-	footprint, err := footprintRun(ctx, cluster, base, dir, leasehold, baseline, opts)
-	if err != nil {
-		return fmt.Errorf("footprint: %w", err)
+	impls := []implementation{{"leasehold", leasehold}, {"client-go LeaderElector", baseline}}
+	var footprint footprintFigures
+	if opts.only != "overlap" {
+		if footprint, err = footprintRun(ctx, cluster, base, dir, leasehold, baseline, opts); err != nil {
+			return fmt.Errorf("footprint: %w", err)
+		}
 	}
-	if opts.only == "footprint" {
+	switch opts.only {
+	case "footprint":
 		report = newReport(opts, nil, httpFigures{}, appFigures{}, footprint)
-	} else {
+	case "overlap":
 		var all []results
-		for _, impl := range []implementation{{"leasehold", leasehold}, {"client-go LeaderElector", baseline}} {
+		for _, impl := range impls {
+			r, err := measureOverlap(ctx, cluster, base, impl, opts)
+			if err != nil {
+				return fmt.Errorf("%s: %w", impl.name, err)
+			}
+			all = append(all, r)
+		}
+		report = newReport(opts, all, httpFigures{}, appFigures{}, footprint)
+	default:
+		var all []results
+		for _, impl := range impls {
 			r, err := measure(ctx, cluster, base, impl, opts)
 			if err != nil {
 				return fmt.Errorf("%s: %w", impl.name, err)
@@ -230,12 +249,39 @@ func measure(ctx context.Context, cluster *kubetest.Cluster, base fleet.Config, 
 	if r.failovers, err = g.trials(ctx, "failover", opts.failovers, syscall.SIGKILL); err != nil {
 		return r, err
 	}
-	if r.partition, err = g.faultTrials(ctx, partition, opts.partitions); err != nil {
-		return r, err
-	}
-	if r.pause, err = g.faultTrials(ctx, pause, opts.pauses); err != nil {
+	if err := g.overlapTrials(ctx, &r, opts); err != nil {
 		return r, err
 	}
 	r.misses, r.restarts = g.misses, g.restarts
 	return r, nil
+}
+
+// measureOverlap runs only the overlap trials (-only overlap), on a group
+// of its own as measure does.
+func measureOverlap(ctx context.Context, cluster *kubetest.Cluster, base fleet.Config, impl implementation, opts options) (results, error) {
+	r := results{impl: impl}
+	ns, err := cluster.CreateNamespace(ctx, "bench")
+	if err != nil {
+		return r, err
+	}
+	cfg := base
+	cfg.Binary, cfg.Namespace, cfg.Lease = impl.binary, ns, "bench"
+	g := &group{cfg: cfg, name: impl.name}
+	defer g.stop()
+	if err := g.fill(ctx, 3); err != nil {
+		return r, err
+	}
+	err = g.overlapTrials(ctx, &r, opts)
+	r.misses, r.restarts = g.misses, g.restarts
+	return r, err
+}
+
+// overlapTrials runs the partition and pause trials.
+func (g *group) overlapTrials(ctx context.Context, r *results, opts options) error {
+	var err error
+	if r.partition, err = g.faultTrials(ctx, partition, opts.partitions); err != nil {
+		return err
+	}
+	r.pause, err = g.faultTrials(ctx, pause, opts.pauses)
+	return err
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
 )
 
 // requestCounts are the API requests made over a window, from each

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/overlap"
 )
 
 // sample is one answer to GET /v1/status: the instance claimed (or not)
@@ -73,53 +74,17 @@ func (s *sampler) stop() []sample {
 }
 
 // overlaps reports whether two instances certainly claimed leadership at
-// the same instant. An instance B certainly leads from the receipt of one
-// leader:true sample to the sending of a later one, when every sample of B
-// in between also said leader:true with the same token (a term does not
-// end and restart with the same token; client-go never re-campaigns). If
-// another instance A said leader:true in a sample lying wholly inside such
-// a span, both claimed leadership at once.
+// one same instant, by the rule of internal/testing/overlap (the fault
+// suite's): each instance's consecutive leader:true samples under one token
+// prove it led throughout [first received, last sent] (a term does not end
+// and restart with the same token; client-go's elector, without tokens,
+// never campaigns again), and two instances overlap when such spans
+// intersect, or when one's single sample lies wholly inside the other's
+// span.
 func overlaps(samples []sample) bool {
-	byInst := map[*fleet.Instance][]sample{}
-	for _, s := range samples {
-		byInst[s.inst] = append(byInst[s.inst], s)
+	obs := make([]overlap.Observation[*fleet.Instance], len(samples))
+	for i, s := range samples {
+		obs[i] = overlap.Observation[*fleet.Instance]{Member: s.inst, Sent: s.sent, Recv: s.received, Leader: s.leader, Token: s.token}
 	}
-	for b, bs := range byInst {
-		for _, span := range leaderSpans(bs) {
-			for a, as := range byInst {
-				if a == b {
-					continue
-				}
-				for _, s := range as {
-					if s.leader && span.from.Before(s.sent) && s.received.Before(span.to) {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
-}
-
-type span struct{ from, to time.Time }
-
-// leaderSpans are the spans over which one instance certainly led (its
-// samples are in sending order).
-func leaderSpans(samples []sample) []span {
-	var spans []span
-	for i := 0; i < len(samples); {
-		if !samples[i].leader {
-			i++
-			continue
-		}
-		j := i
-		for j+1 < len(samples) && samples[j+1].leader && samples[j+1].token == samples[i].token {
-			j++
-		}
-		if j > i {
-			spans = append(spans, span{from: samples[i].received, to: samples[j].sent})
-		}
-		i = j + 1
-	}
-	return spans
+	return len(overlap.Check(obs)) > 0
 }

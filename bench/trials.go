@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
 )
 
 // group keeps three instances of one implementation running, each behind

@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/podlabel"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
 )
 
 // app is a stand-in for the app container's health endpoint: it answers

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
 )
 
 // SIGTERM to the leader, with a long-poll and an SSE stream open on its

@@ -62,6 +62,7 @@ func run(plain bool) int {
 	stopSignals()                   // from here a second Ctrl-C ends the demo at once; the children die with it (Pdeathsig)
 	v.Stop()
 	if err == nil {
+		res.problems = append(res.problems, v.checkOverlap()...)
 		printSummary(out, width, res)
 	}
 

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // leaseName is the Lease the three sidecars compete for.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
 )
 
 // takeover is one measured change of leader.

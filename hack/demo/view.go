@@ -4,14 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/overlap"
 )
 
 // sampleEvery is how often the live view asks every instance for its status.
@@ -129,6 +131,42 @@ type view struct {
 
 	stop func()
 	done chan struct{}
+
+	obsMu sync.Mutex
+	obs   []overlap.Observation[*fleet.Instance] // every status answer, for checkOverlap
+}
+
+// record keeps one status answer of inst, received within [sent, recv].
+func (v *view) record(inst *fleet.Instance, sent, recv time.Time, st httpapi.Status) {
+	v.obsMu.Lock()
+	defer v.obsMu.Unlock()
+	v.obs = append(v.obs, overlap.Observation[*fleet.Instance]{Member: inst, Sent: sent, Recv: recv, Leader: st.Leader, Token: st.FencingToken})
+}
+
+// checkOverlap checks every status answer recorded with the fault suite's
+// rule (internal/testing/overlap): no two instances certainly led at one
+// same instant. It prints the verdict and returns a problem per overlap.
+func (v *view) checkOverlap() []string {
+	v.obsMu.Lock()
+	obs := slices.Clone(v.obs)
+	v.obsMu.Unlock()
+	var problems []string
+	for _, p := range overlap.Check(obs) {
+		problems = append(problems, fmt.Sprintf("two leaders at once: %s (token %v) from %s and %s (token %v) from %s",
+			p.A.Member.Name, p.A.Token, v.clock(p.A.First().Sent), p.B.Member.Name, p.B.Token, v.clock(p.B.First().Sent)))
+	}
+	for _, p := range problems {
+		v.Printf("✗ %s", p)
+	}
+	if len(problems) == 0 {
+		v.Printf("✓ never two leaders at once: %d status answers checked (internal/testing/overlap)", len(obs))
+	}
+	return problems
+}
+
+// clock formats at as the time since the view started.
+func (v *view) clock(at time.Time) string {
+	return fmt.Sprintf("t+%.2fs", at.Sub(v.start).Seconds())
 }
 
 func newView(out io.Writer, tty bool, width int, leaseDuration time.Duration) *view {
@@ -239,8 +277,11 @@ func (v *view) sample(ctx context.Context) []row {
 			}
 			ctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
+			sent := time.Now()
 			if st, err := inst.Status(ctx); err == nil {
-				rows[i] = rowOf(inst.Name, st, v.leaseDuration, time.Now())
+				recv := time.Now()
+				v.record(inst, sent, recv, st)
+				rows[i] = rowOf(inst.Name, st, v.leaseDuration, recv)
 			}
 		})
 	}

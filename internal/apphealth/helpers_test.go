@@ -11,7 +11,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // TestMain fails the package if any goroutine outlives the tests: every

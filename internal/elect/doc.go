@@ -26,26 +26,19 @@
 //     change, and starts at the process's start time in microseconds, so
 //     indices of different processes do not collide.
 //
-// # What is reused from client-go, and why not its LeaderElector
+// # Requests to the apiserver
 //
-// The Lease is read and written through client-go's typed coordination/v1
-// client, which owns serialization (including MicroTime's six fractional
-// digits), and optimistic concurrency is the apiserver's resourceVersion
-// precondition. resourcelock.LeaseLock is not used because it hides the
-// resourceVersion of the write it makes, which is the fencing token.
+//   - The Lease is read and written through client-go's typed
+//     coordination/v1 client; optimistic concurrency is the apiserver's
+//     resourceVersion precondition, and the resourceVersion returned by the
+//     write that acquires a term is that term's fencing token.
+//   - Candidates watch the one Lease (field selector on its name) and take a
+//     released Lease within a round trip. If the watch is forbidden or
+//     broken they poll every RetryPeriod, and say so in a log line and the
+//     leasehold_watch_up gauge.
+//   - The leader renews with one optimistic Update of its cached object, and
+//     reads the Lease only after a conflict.
 //
-// client-go's tools/leaderelection (v0.37.2) falls short of what an app
-// that trusts us needs: Run is one-shot; after a 409 from a real takeover
-// the OnStartedLeading context lives until RenewDeadline passes; tryRelease
-// decides with the stale cached record, so a healed, deposed leader can
-// erase its successor's Lease; it has no fencing token (leaseTransitions
-// restarts at 0 with a new Lease and anyone may set it); it does not
-// enforce renewDeadline + retryPeriod < leaseDuration; it takes a missing
-// or emptied Lease at once; and candidates notice a released Lease only at
-// their next poll. Here candidates watch the one Lease (field selector on
-// its name) and take a released Lease within a round trip; if the watch is
-// forbidden or broken they poll every RetryPeriod, and say so in a log line
-// and the leasehold_watch_up gauge. The leader renews with one optimistic
-// Update of its cached object, as client-go does, and reads only after a
-// conflict.
+// Why neither client-go's LeaderElector nor resourcelock.LeaseLock is used:
+// docs/design.md.
 package elect

@@ -17,7 +17,7 @@ import (
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/kubeclient"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 var cluster *kubetest.Cluster

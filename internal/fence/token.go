@@ -28,7 +28,7 @@ func FromResourceVersion(rv string) (Token, error) {
 
 // Published reads the token a holder published on its Lease. It returns
 // false when the annotation is absent or malformed. A published token is
-// only a claim made by whoever last wrote the Lease; see Reported for the
+// only a claim made by whoever last wrote the Lease; see Credible for the
 // checks an instance applies before repeating it.
 func Published(annotations map[string]string) (Token, bool) {
 	v, ok := annotations[Annotation]

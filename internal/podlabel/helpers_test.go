@@ -24,7 +24,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/elect/decide"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // Timings of the integration tests: short, and within the Elector's rules.

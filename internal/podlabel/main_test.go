@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 var cluster *kubetest.Cluster

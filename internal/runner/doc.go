@@ -47,8 +47,7 @@
 //     returns.
 //
 //  4. While the command runs, the runner keeps a local validity deadline:
-//     the time it SENT the request plus the validForMs of the answer
-//     (conservative: the sidecar computed the answer after it was sent; an
+//     the time it SENT the request plus the validForMs of the answer (an
 //     answer with more validity moves the deadline later). It watches with
 //     wait = clamp(remaining/2, 50ms, 5m), so that it learns of a renewed
 //     validity before the deadline. The deadline fires from a timer whether
@@ -79,45 +78,11 @@
 //     log and the runner exits 1, also when it cannot be started while
 //     leading (it does not retry).
 //
-// # Why runs of two instances never overlap
-//
-// The start delay and the hold (rules 2 and 3) keep the runs of two
-// instances apart:
-//
-//   - Handover by release (POST /v1/release, a health step-down, a
-//     sidecar stopped before the app). The previous holder's sidecar
-//     writes the release only once its runner has closed the hold, that
-//     is once its command has exited, unless the term's validity ends
-//     first. The new holder acquires only after the release, and starts
-//     its command a start delay after that: the runs do not overlap,
-//     however long the old runner takes to stop its command (paused,
-//     CPU-throttled), as long as it does so before the old term's
-//     validity ends. This leg does not race: it rests on the order of
-//     events (the command reaped, then the hold closed, then the release
-//     written, then the new term acquired), not on timing.
-//   - The same handover when the old runner had no hold (the sidecar has
-//     no holds) or did not stop its command before the term's validity
-//     ended (the release then goes ahead at validUntil). The previous
-//     holder's sidecar stopped reporting leadership before it wrote the
-//     release, so its runner learned of the loss before the new holder
-//     could even acquire; it SIGKILLs its command at most grace after
-//     that, which is before the new holder's runner starts its command, a
-//     start delay after it saw the new term, if the old runner acts
-//     within start delay − grace of the answer that told it. A runner
-//     paused for longer than that breaks this leg; nothing but fencing
-//     protects the data then.
-//   - Failover (the old holder dead or cut off). The old runner stops its
-//     command by its local deadline (rule 4): at most the old term's
-//     validity end (last renewal sent + renewDeadline) plus grace; the
-//     new holder acquires no earlier than leaseDuration after that
-//     renewal, and starts its command a start delay later. Since
-//     leaseDuration > renewDeadline and the start delay is longer than
-//     grace, runs never overlap, under the sidecar's own assumption on
-//     clock rates.
-//
-// (Fencing still protects the data if a process outlives its SIGKILL in
-// the kernel, a runner is paused past its term's validity, or a node's
-// clock runs fast.)
+// Together, the start delay and the hold keep the runs of two instances
+// apart at a handover by release, and the validity deadline and the start
+// delay at a failover; why, and where only fencing protects the data, is in
+// docs/design.md ("leasehold run: why runs of two instances never
+// overlap").
 //
 // The runner's timers (start delay, validity deadline, grace, retry
 // backoff) run on a k8s.io/utils/clock Clock, which tests replace with a

@@ -20,7 +20,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/httpapi"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // TestMain checks that no goroutine of a Run outlives it.

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // PromtoolEnv names the environment variable that points at the promtool

@@ -15,13 +15,15 @@
 // computed its answer at some unknown instant inside it. Only certain
 // violations are reported.
 //
-//   - No overlap of samples. A run of consecutive leader:true samples of one
-//     term proves the instance led throughout [first.recv, last.sent] (a
-//     term is one unbroken span of validity); a single sample proves it led
-//     at one unknown instant of [sent, recv]. Two instances overlap when
-//     such certain spans of theirs intersect (a single-sample run counts
-//     only if its whole window lies inside the other's span). So
-//     A.recv < B.sent is never a violation.
+//   - No overlap of samples, by the rule of internal/testing/overlap (the
+//     one checker of this suite, test/run and the bench). A run of
+//     consecutive leader:true samples of one term proves the instance led
+//     throughout [first.recv, last.sent] (a term is one unbroken span of
+//     validity); a single sample proves it led at one unknown instant of
+//     [sent, recv]. Two instances overlap when such certain spans of theirs
+//     intersect, bounds included (a single-sample run counts only if its
+//     whole window lies inside the other's span). So A.recv < B.sent is
+//     never a violation.
 //   - No overlap of reported terms. Each term (instance, token) reports its
 //     acquiredAt and, in every leader:true answer, its validUntil; these are
 //     wall-clock times of one machine, comparable with each other and with

@@ -23,9 +23,9 @@ import (
 
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 const leaseName = "app"

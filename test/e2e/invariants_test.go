@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/testing/overlap"
 )
 
 // kind classifies a violation, for the soak summary.
 type kind int
 
 const (
-	overlap    kind = iota // two instances led at once (samples or reported terms)
+	overlapped kind = iota // two instances led at once (samples or reported terms)
 	regression             // a token went backwards (per instance or across terms)
 	other                  // any other broken promise
 )
@@ -52,38 +53,6 @@ func (t *termInfo) String() string {
 		t.m.Name, t.token, clock(t.acquiredAt), clock(t.validUntil), map[bool]string{true: " (released)"}[t.released])
 }
 
-// run is a maximal sequence of one member's consecutive leader:true samples
-// under one token.
-type run struct {
-	term        *termInfo
-	first, last sample
-}
-
-// certain returns the span [lo, hi] throughout which the run's member
-// certainly led, and false when the run is a single sample (then it led at
-// one unknown instant of [first.sent, first.recv]).
-func (r run) certain() (lo, hi time.Time, ok bool) {
-	lo, hi = r.first.recv, r.last.sent
-	return lo, hi, !hi.Before(lo)
-}
-
-// certainlyOverlap reports whether the members of a and b certainly led at
-// one same instant.
-func certainlyOverlap(a, b run) bool {
-	alo, ahi, aok := a.certain()
-	blo, bhi, bok := b.certain()
-	switch {
-	case aok && bok:
-		return !later(alo, blo).After(earlier(ahi, bhi))
-	case aok: // b led at some instant of its single window
-		return !b.first.sent.Before(alo) && !b.first.recv.After(ahi)
-	case bok:
-		return !a.first.sent.Before(blo) && !a.first.recv.After(bhi)
-	default:
-		return false
-	}
-}
-
 // check verifies the invariants over the samples of one trial and returns
 // the terms it found, ordered by acquiredAt.
 func check(samples []sample) ([]*termInfo, []violation) {
@@ -101,30 +70,17 @@ func check(samples []sample) ([]*termInfo, []violation) {
 		byMember[s.m] = append(byMember[s.m], s)
 	}
 
+	type key struct {
+		m     *member
+		token fence.Token
+	}
 	var terms []*termInfo
-	var runs []run
+	byTerm := map[key]*termInfo{}
 	for _, m := range order {
 		ss := byMember[m]
 		slices.SortFunc(ss, func(a, b sample) int { return a.seq - b.seq })
-		var (
-			maxToken  fence.Token
-			regressed = map[fence.Token]bool{}
-			ended     = map[fence.Token]bool{} // terms this member was seen to leave
-			cur       *run
-			byToken   = map[fence.Token]*termInfo{}
-		)
-		// closeRun ends the current run; by is the answer that ended it
-		// (nil at the end of the samples).
-		closeRun := func(by *sample) {
-			if cur != nil {
-				runs = append(runs, *cur)
-				ended[cur.term.token] = true
-				if by != nil {
-					cur.term.endSeen = by.recv
-				}
-				cur = nil
-			}
-		}
+		var maxToken fence.Token
+		regressed := map[fence.Token]bool{}
 		for _, s := range ss {
 			tok := s.st.FencingToken
 			if tok != 0 && tok < maxToken && !regressed[tok] {
@@ -132,9 +88,7 @@ func check(samples []sample) ([]*termInfo, []violation) {
 				add(regression, "%s reported token %d after having reported %d: %s", m.Name, tok, maxToken, s)
 			}
 			maxToken = max(maxToken, tok)
-
 			if !s.st.Leader {
-				closeRun(&s)
 				continue
 			}
 			// Validity is never overstated.
@@ -147,30 +101,37 @@ func check(samples []sample) ([]*termInfo, []violation) {
 			if tok == 0 || s.acquiredAt.IsZero() {
 				add(other, "%s answered leader:true without a token or acquiredAt: %s", m.Name, s)
 			}
-			if cur != nil && cur.term.token != tok {
-				closeRun(&s)
+			t := byTerm[key{m, tok}]
+			if t == nil {
+				t = &termInfo{m: m, token: tok, acquiredAt: s.acquiredAt}
+				byTerm[key{m, tok}] = t
+				terms = append(terms, t)
 			}
-			if cur == nil {
-				if ended[tok] {
-					add(other, "%s resumed its term (token %d) after answering it was not leader: %s", m.Name, tok, s)
-				}
-				t := byToken[tok]
-				if t == nil {
-					t = &termInfo{m: m, token: tok, acquiredAt: s.acquiredAt}
-					byToken[tok] = t
-					terms = append(terms, t)
-				}
-				cur = &run{term: t, first: s}
-			}
-			cur.last = s
-			t := cur.term
 			t.last = s
 			t.validUntil = later(t.validUntil, s.validUntil)
 			if !s.acquiredAt.Equal(t.acquiredAt) {
 				add(other, "%s changed acquiredAt within term %d: %s then %s", m.Name, tok, clock(t.acquiredAt), clock(s.acquiredAt))
 			}
 		}
-		closeRun(nil)
+	}
+
+	// Runs of leader:true samples (internal/testing/overlap): a term never
+	// resumes, and its end is the answer that ended its last run.
+	obs := make([]overlap.Observation[*member], len(samples))
+	for i, s := range samples {
+		obs[i] = overlap.Observation[*member]{Member: s.m, Sent: s.sent, Recv: s.recv, Leader: s.st.Leader, Token: s.st.FencingToken}
+	}
+	runs := overlap.Runs(obs)
+	ended := map[key]bool{}
+	for _, r := range runs {
+		k := key{r.Member, r.Token}
+		if ended[k] {
+			add(other, "%s resumed its term (token %d) after answering it was not leader: %s", r.Member.Name, r.Token, observation(r.First()))
+		}
+		ended[k] = true
+		if r.End != nil {
+			byTerm[k].endSeen = r.End.Recv
+		}
 	}
 	for _, t := range terms {
 		if at := t.m.terminatedAt(); !at.IsZero() && at.Before(t.validUntil) {
@@ -193,13 +154,9 @@ func check(samples []sample) ([]*termInfo, []violation) {
 	}
 
 	// No overlap of samples.
-	for i := range runs {
-		for j := i + 1; j < len(runs); j++ {
-			a, b := runs[i], runs[j]
-			if a.term.m != b.term.m && certainlyOverlap(a, b) {
-				add(overlap, "two leaders at once (samples): run %s .. %s and run %s .. %s", a.first, a.last, b.first, b.last)
-			}
-		}
+	for _, p := range overlap.Find(runs) {
+		add(overlapped, "two leaders at once (samples): run %s .. %s and run %s .. %s",
+			observation(p.A.First()), observation(p.A.Last()), observation(p.B.First()), observation(p.B.Last()))
 	}
 
 	// No overlap of reported terms; tokens increase with acquiredAt.
@@ -214,7 +171,7 @@ func check(samples []sample) ([]*termInfo, []violation) {
 				lo, hi = hi, lo
 			}
 			if hi.acquiredAt.Before(lo.promiseEnd()) && lo.acquiredAt.Before(hi.promiseEnd()) {
-				add(overlap, "two leaders at once (reported terms): %s overlaps %s by %v",
+				add(overlapped, "two leaders at once (reported terms): %s overlaps %s by %v",
 					lo, hi, earlier(lo.promiseEnd(), hi.promiseEnd()).Sub(later(lo.acquiredAt, hi.acquiredAt)))
 			}
 		}
@@ -247,6 +204,11 @@ func checkAcrossRun(scenario string, terms []*termInfo) []violation {
 		ledger.last, ledger.from = terms[len(terms)-1], scenario
 	}
 	return vs
+}
+
+// observation formats one sample as the overlap checker saw it.
+func observation(o overlap.Observation[*member]) string {
+	return fmt.Sprintf("%s [%s, %s] leader=%v token=%d", o.Member.Name, clock(o.Sent), clock(o.Recv), o.Leader, o.Token)
 }
 
 func later(a, b time.Time) time.Time {

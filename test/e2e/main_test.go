@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // Timings of every sidecar in the suite: short, so the suite stays fast, and
@@ -24,8 +24,9 @@ const (
 // Fault parameters (durations of the faults themselves, never used to
 // synchronise).
 const (
-	// outage is how long the apiserver stays down in the outage scenario
-	// (the figure).
+	// outage is how long the apiserver stays down in the outage scenario:
+	// ten lease durations, so that every term's validity runs out while it
+	// is down and the sidecars must ride out a long outage without exiting.
 	outage = 30 * time.Second
 	// pause is how long the leader stays SIGSTOPped: longer than
 	// leaseDuration, so the others must have taken over.

@@ -191,7 +191,7 @@ func TestAPIServerOutage(t *testing.T) {
 // The holder steps down as soon as it learns; nobody else may lead while
 // the holder's term can still be valid (the no-overlap invariants), so a
 // Lease deleted or blanked by hand is free only when its holder's record
-// expires. (This suite found that candidates used to take it at once.)
+// expires, not at once.
 func TestLeaseDeleted(t *testing.T) {
 	runScenario(t, "7 lease deleted", func(e *env) {
 		e.startFleet()

@@ -47,7 +47,7 @@ func (t *tally) addTrial(vs []violation, failed bool) {
 	}
 	for _, v := range vs {
 		switch v.kind {
-		case overlap:
+		case overlapped:
 			t.overlaps++
 		case regression:
 			t.regressions++

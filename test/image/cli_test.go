@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // execImageBinary runs the image's binary with args, with exactly the environment

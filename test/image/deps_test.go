@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -34,6 +35,80 @@ func TestBinaryLinksOnlyTheClientsItUses(t *testing.T) {
 	}
 	slices.Sort(groups)
 	t.Logf("%d packages linked; k8s.io/api groups: %v", len(deps), groups)
+}
+
+// go.mod keeps the product's direct dependencies apart from those of the
+// tests and tools: its first require block lists exactly the modules that
+// packages linked into the binary import; the second, the other direct
+// dependencies, none of which a linked package imports (`go mod why -m`
+// names the shortest importer, often a test or tool; this is the check).
+// Nothing under internal/testing is linked.
+func TestGoModListsTheProductsDependenciesApart(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks [][]string // the modules of each require block, // indirect ones left out
+	for _, block := range strings.Split(string(data), "require (")[1:] {
+		block, _, _ = strings.Cut(block, "\n)")
+		var mods []string
+		for line := range strings.Lines(block) {
+			if f := strings.Fields(line); len(f) >= 2 && !strings.Contains(line, "// indirect") {
+				mods = append(mods, f[0])
+			}
+		}
+		blocks = append(blocks, mods)
+	}
+	if len(blocks) < 2 {
+		t.Fatalf("go.mod has %d require blocks; want the product's, then the tests' and tools'", len(blocks))
+	}
+
+	cmd := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}|{{with .Module}}{{.Path}}|{{.Main}}{{end}}|{{join .Imports " "}}`, "./cmd/sidecar")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/sidecar: %v", err)
+	}
+	moduleOf := map[string]string{}
+	var own [][]string // the linked packages of this module: path, then imports
+	for line := range strings.Lines(string(out)) {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		if len(f) != 4 {
+			continue // a standard library package: no module
+		}
+		moduleOf[f[0]] = f[1]
+		if strings.Contains(f[0], "/internal/testing/") {
+			t.Errorf("the binary links %s, test infrastructure", f[0])
+		}
+		if f[2] == "true" {
+			own = append(own, append([]string{f[0]}, strings.Fields(f[3])...))
+		}
+	}
+	importers := map[string][]string{} // module → this module's linked packages that import it
+	for _, p := range own {
+		for _, imp := range p[1:] {
+			if m, ok := moduleOf[imp]; ok && m != "github.com/leasehold/leasehold" && !slices.Contains(importers[m], p[0]) {
+				importers[m] = append(importers[m], p[0])
+			}
+		}
+	}
+	for m := range importers {
+		if !slices.Contains(blocks[0], m) {
+			t.Errorf("%s is imported by %v, linked into the binary: want it in go.mod's first require block", m, importers[m])
+		}
+	}
+	for _, m := range blocks[0] {
+		if importers[m] == nil {
+			t.Errorf("go.mod's first require block lists %s, which no package linked into the binary imports: move it to the second", m)
+		}
+	}
+	for _, m := range blocks[1] {
+		if importers[m] != nil {
+			t.Errorf("go.mod's second require block lists %s, imported by %v, linked into the binary", m, importers[m])
+		}
+	}
+	t.Logf("product: %v; tests and tools only: %v", blocks[0], blocks[1])
 }
 
 // goListDeps returns every package of pkg's graph for the Dockerfile's

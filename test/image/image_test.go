@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/httpapi"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // nonroot is distroless's nonroot user and group.
@@ -161,7 +161,8 @@ func TestBinaryIsStaticStrippedAndStamped(t *testing.T) {
 		settings[s.Key] = s.Value
 	}
 	// Go records -ldflags only without -trimpath (go.dev/issue/52372); the
-	// sections above and the stamped version (TestRunsAsNonRoot...) show it.
+	// sections above and the stamped version (TestImageBinaryReportsItsVersion)
+	// show it.
 	want := map[string]string{"CGO_ENABLED": "0", "-trimpath": "true"}
 	if _, trimpath := docker.flag("-trimpath"); !trimpath {
 		want["-ldflags"] = ldflags

@@ -11,7 +11,8 @@
 //   - a partitioned leader's command stops by the end of its validity plus
 //     grace (SIGTERM ignored: SIGKILL) or by the end of its validity
 //     (SIGTERM obeyed), with 1s of slack for a loaded machine;
-//   - runs of different instances never overlap, across handovers by
+//   - runs of different instances never overlap (by the rule of
+//     internal/testing/overlap, beats being instants), across handovers by
 //     SIGTERM to the sidecar, POST /v1/release, a sidecar crash and a
 //     partition, even with commands that ignore SIGTERM and are SIGKILLed
 //     only at the end of grace;

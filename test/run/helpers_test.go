@@ -18,9 +18,10 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/fleet"
 	"github.com/leasehold/leasehold/internal/httpapi"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/overlap"
 )
 
 // runner is one `leasehold run` process.
@@ -283,7 +284,8 @@ func beatsOf(t *testing.T, path string) (beats []beat, sigterms []time.Time) {
 	return beats, sigterms
 }
 
-// run is a stretch of consecutive beats of one member under one token.
+// run is a stretch of consecutive beats of one member under one token: a
+// run of internal/testing/overlap, whose observations are the beats.
 type run struct {
 	m           *member
 	token       fence.Token
@@ -295,17 +297,27 @@ func (r run) String() string {
 	return fmt.Sprintf("%s:%d [%s, %s] (%d beats)", r.m.name, r.token, clock(r.first), clock(r.last), r.beats)
 }
 
+// observations returns m's beats as observations for the overlap checker:
+// each is an instant at which m's command certainly ran under its token
+// (Sent == Recv).
+func observations(t *testing.T, m *member) []overlap.Observation[*member] {
+	beats, _ := beatsOf(t, m.beats)
+	obs := make([]overlap.Observation[*member], len(beats))
+	for i, b := range beats {
+		obs[i] = overlap.Observation[*member]{Member: m, Sent: b.at, Recv: b.at, Leader: true, Token: b.token}
+	}
+	return obs
+}
+
+func runOf(r overlap.Run[*member]) run {
+	return run{m: r.Member, token: r.Token, first: r.First().Sent, last: r.Last().Sent, beats: len(r.Obs)}
+}
+
 // runsOf groups m's beats into runs.
 func runsOf(t *testing.T, m *member) []run {
-	beats, _ := beatsOf(t, m.beats)
 	var runs []run
-	for _, b := range beats {
-		if n := len(runs); n > 0 && runs[n-1].token == b.token {
-			runs[n-1].last = b.at
-			runs[n-1].beats++
-			continue
-		}
-		runs = append(runs, run{m: m, token: b.token, first: b.at, last: b.at, beats: 1})
+	for _, r := range overlap.Runs(observations(t, m)) {
+		runs = append(runs, runOf(r))
 	}
 	return runs
 }
@@ -419,18 +431,20 @@ func (tr *trial) checkRunsWhileLeading() {
 	}
 }
 
-// checkNoOverlap checks that no beat of one member lies between the first
-// and last beat of a run of another, and logs the runs and their gaps.
+// checkNoOverlap checks with internal/testing/overlap that no two members'
+// commands certainly ran at one same instant (a beat of one member between
+// the first and last beat of a run of another, bounds included), and logs
+// the runs and their gaps.
 func (tr *trial) checkNoOverlap() []run {
 	tr.t.Helper()
-	runs := tr.allRuns()
-	for i, a := range runs {
-		for _, b := range runs[i+1:] {
-			if a.m != b.m && !b.first.After(a.last) {
-				tr.t.Errorf("runs overlap by %v: %v and %v", a.last.Sub(b.first), a, b)
-			}
-		}
+	var obs []overlap.Observation[*member]
+	for _, m := range tr.members {
+		obs = append(obs, observations(tr.t, m)...)
 	}
+	for _, p := range overlap.Check(obs) {
+		tr.t.Errorf("runs overlap by %v: %v and %v", p.By(), runOf(p.A), runOf(p.B))
+	}
+	runs := tr.allRuns()
 	var desc []string
 	for i, r := range runs {
 		if i > 0 {
@@ -450,6 +464,41 @@ func (tr *trial) checkRunnersRunning() {
 		if !m.runner.running() {
 			tr.t.Errorf("%s: runner exited (%v); it must wait for leadership again", m.name, m.runner.cmd.ProcessState)
 		}
+	}
+}
+
+// awaitPaused waits until every thread of process pid is stopped (SIGSTOP
+// is obeyed asynchronously: a thread running on another CPU may still act
+// for a moment after kill returns).
+func awaitPaused(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(generous)
+	for {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		if err != nil || len(tasks) == 0 {
+			t.Fatalf("process %d: no threads in /proc (%v)", pid, err)
+		}
+		stopped := true
+		for _, task := range tasks {
+			data, err := os.ReadFile(task)
+			if err != nil {
+				stopped = false // a thread that just exited; look again
+				break
+			}
+			// The state follows the command name, which is in parentheses.
+			_, after, _ := strings.Cut(string(data), ") ")
+			if state := strings.Fields(after); len(state) == 0 || (state[0] != "T" && state[0] != "t") {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d not stopped %v after SIGSTOP", pid, generous)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -78,6 +78,7 @@ func TestReleaseWaitsForAPausedRunner(t *testing.T) {
 			if err := old.m.runner.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
+			awaitPaused(t, old.m.runner.cmd.Process.Pid) // a signal is delivered, not obeyed, when kill returns
 			paused := time.Now()
 			released := tc.release(t, old.m)
 			// The pause is the fault injected, not a wait for an outcome.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fleet"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // Timings of every sidecar here: short, as in test/e2e. grace is the

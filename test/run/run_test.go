@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // a) With three instances, a command runs only while its instance leads:

@@ -22,7 +22,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/buildflags"
 	"github.com/leasehold/leasehold/internal/httpapi"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // Build compiles cmd/sidecar into dir as leasehold, the name it ships

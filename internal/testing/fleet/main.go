@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // Main runs a test package of sidecar processes, for use in TestMain: it
