@@ -18,7 +18,7 @@ import (
 	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/group"
 	"github.com/leasehold/leasehold/internal/kubeclient"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 var cluster *kubetest.Cluster

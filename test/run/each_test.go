@@ -1,7 +1,6 @@
 package run
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,8 +8,9 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/fleet"
-	"github.com/leasehold/leasehold/internal/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/overlap"
 )
 
 // TestEachRunsOneCopyPerLeaseHeld: two sidecars of a group of 2 shards,
@@ -81,39 +81,32 @@ func TestEachRunsOneCopyPerLeaseHeld(t *testing.T) {
 	}
 }
 
-// checkCopiesApart checks that the copies for shard in the beat
-// directories never ran at the same time: each token's beats form an
-// interval, and the intervals of different tokens do not overlap, later
-// tokens later.
+// checkCopiesApart checks with internal/testing/overlap that the copies
+// for shard of different pods (beat directories) never certainly ran at
+// one same instant, and that their tokens increase in time.
 func checkCopiesApart(t *testing.T, shard string, dirs ...string) {
 	t.Helper()
-	type span struct {
-		token       fence.Token
-		first, last time.Time
-	}
-	var spans []span
+	var obs []overlap.Observation[string]
 	for _, dir := range dirs {
 		beats, _ := beatsOf(t, filepath.Join(dir, shard+".beats"))
 		for _, b := range beats {
-			if n := len(spans); n > 0 && spans[n-1].token == b.token {
-				spans[n-1].last = b.at
-				continue
-			}
-			spans = append(spans, span{b.token, b.at, b.at})
+			obs = append(obs, overlap.Observation[string]{Member: dir, Sent: b.at, Recv: b.at, Leader: true, Token: b.token})
 		}
 	}
-	slices.SortFunc(spans, func(x, y span) int { return x.first.Compare(y.first) })
-	for i := 1; i < len(spans); i++ {
-		prev, cur := spans[i-1], spans[i]
-		if !cur.first.After(prev.last) || cur.token <= prev.token {
-			t.Errorf("%s: the copy under token %d (%s..%s) and the one under token %d (%s..%s) overlap or go backwards",
-				shard, prev.token, clock(prev.first), clock(prev.last), cur.token, clock(cur.first), clock(cur.last))
+	for _, p := range overlap.Check(obs) {
+		t.Errorf("%s: copies under tokens %d and %d overlap by %v", shard, p.A.Token, p.B.Token, p.By())
+	}
+	runs := overlap.Runs(obs)
+	slices.SortFunc(runs, func(x, y overlap.Run[string]) int { return x.First().Sent.Compare(y.First().Sent) })
+	for i := 1; i < len(runs); i++ {
+		if runs[i].Token <= runs[i-1].Token {
+			t.Errorf("%s: token %d ran after token %d", shard, runs[i].Token, runs[i-1].Token)
 		}
 	}
-	if len(spans) == 0 {
+	if len(runs) == 0 {
 		t.Errorf("%s: no copy ran", shard)
 	}
-	t.Logf("%s: %s", shard, fmt.Sprint(len(spans), " copies, one after another"))
+	t.Logf("%s: %d copies, one after another", shard, len(runs))
 }
 
 // eventually polls cond until it holds, failing the test after generous.
