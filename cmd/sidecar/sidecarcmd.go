@@ -35,7 +35,12 @@ the same: the image's ENTRYPOINT, the chart and the manifests start it so.
 It takes no flags: it is configured by environment variables (README.md,
 "Configuration", has the rules):
 
-  LEASEHOLD_LEASE_NAME                    the Lease's name (required)
+  LEASEHOLD_LEASE_NAME                    the Lease's name (required unless LEASEHOLD_LEASES); with SHARDS, their prefix
+  LEASEHOLD_LEASES                        a lease group of named roles, comma-separated (default off)
+  LEASEHOLD_SHARDS                        a lease group of N shards <LEASE_NAME>-0 … -<N-1> (default off)
+  LEASEHOLD_GROUP                         the group's name (default: the shards' LEASE_NAME, or a hash of the roles)
+  LEASEHOLD_BALANCE                       share a group's Leases fairly among its members (default true)
+  LEASEHOLD_CANDIDATE                     false: an observer, which follows and never campaigns (default true)
   LEASEHOLD_LEASE_NAMESPACE               default $POD_NAMESPACE, else the in-cluster namespace file
   LEASEHOLD_IDENTITY                      default $POD_NAME (else the hostname) + "_" + a random suffix
   LEASEHOLD_LEASE_DURATION                default 15s
