@@ -53,7 +53,9 @@ func TestShardedWorker(t *testing.T) {
 
 	// 2. pod-b's sidecar stops (releasing its shards): pod-a takes them over
 	// and works on all 4, each taken shard under a larger token.
-	pods["pod-b"].Stop()
+	if err := pods["pod-b"].Signal(syscall.SIGTERM); err != nil { // it releases its shards
+		t.Fatal(err)
+	}
 	store.await(t, "pod-a writing all 4 shards", 30*time.Second, func(ws []write) bool {
 		return len(recentShards(ws, 500*time.Millisecond)["pod-a"]) == 4
 	})

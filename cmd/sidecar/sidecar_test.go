@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,6 +67,8 @@ func TestBadConfigurationExitsTwoNamingTheVariable(t *testing.T) {
 		"LEASEHOLD_RENEW_DEADLINE": "14s",
 		"LEASEHOLD_LEASE_NAME":     "Not_A_Name",
 		"LEASEHOLD_API_ADDR":       "localhost",
+		"LEASEHOLD_LEASES":         "scheduler,compactor", // with LEASEHOLD_LEASE_NAME: exit 2, naming both
+		"LEASEHOLD_SHARDS":         "0",
 	} {
 		t.Run(variable, func(t *testing.T) {
 			cmd := exec.Command(binary)
@@ -79,6 +82,9 @@ func TestBadConfigurationExitsTwoNamingTheVariable(t *testing.T) {
 			out := strings.TrimSpace(stderr.String())
 			if strings.Count(out, "\n") != 0 || !strings.Contains(out, variable) {
 				t.Fatalf("stderr %q: want one line naming %s", out, variable)
+			}
+			if variable == "LEASEHOLD_LEASES" && !strings.Contains(out, "LEASEHOLD_LEASE_NAME") {
+				t.Fatalf("stderr %q: want it to name LEASEHOLD_LEASE_NAME too", out)
 			}
 		})
 	}
@@ -150,5 +156,66 @@ func TestIdentityIsPodNamePlusPerProcessSuffix(t *testing.T) {
 	}
 	if !strings.HasPrefix(st1.Identity, "pod_") || !strings.HasPrefix(st2.Identity, "pod_") || st1.Identity == st2.Identity {
 		t.Errorf("identities %q and %q: want pod_<suffix>, different per process", st1.Identity, st2.Identity)
+	}
+}
+
+// An observer (LEASEHOLD_CANDIDATE=false) of one Lease follows the leader,
+// reports its holder and token, and never takes the Lease, even after the
+// leader has gone and released it.
+func TestObserverNeverCampaigns(t *testing.T) {
+	f := newFleet(t)
+	leader, st := startLeader(t, f, "leader")
+	obsFleet := f
+	obsFleet.Env = append(slices.Clone(f.Env), "LEASEHOLD_CANDIDATE=false")
+	obs := start(t, obsFleet, "observer")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := obs.Status(t.Context())
+		if err == nil && got.Holder == st.Holder && got.FencingToken == st.FencingToken && !got.Candidate && !got.Leader {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("observer's status %+v (err %v); want holder %q, token %d, candidate false", got, err, st.Holder, st.FencingToken)
+		}
+		time.Sleep(20 * time.Millisecond) // polling; the deadline decides
+	}
+	stopGracefully(t, leader) // releases the Lease: a candidate would take it at once
+	// An observation window, not a wait for an outcome: a candidate acts on
+	// the release within a round trip, and any status or write of the
+	// observer's in it fails the test.
+	until := time.Now().Add(2 * leaseDuration)
+	sawRelease := false
+	for time.Now().Before(until) {
+		got, err := obs.Status(t.Context())
+		if err == nil && (got.Leader || got.Holder == got.Identity) {
+			t.Fatalf("the observer took the Lease: %+v", got)
+		}
+		sawRelease = sawRelease || (err == nil && got.Holder == "")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !sawRelease {
+		t.Error("the observer never reported the released Lease")
+	}
+	m, err := obs.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"create", "update", "patch", "delete"} {
+		if n := m.Sum("leasehold_kube_requests_total", map[string]string{"verb": verb}); n != 0 {
+			t.Errorf("the observer sent %v %s requests; an observer never writes", n, verb)
+		}
+	}
+}
+
+// stopGracefully sends SIGTERM and waits until the process has exited.
+func stopGracefully(t *testing.T, in *fleet.Instance) {
+	t.Helper()
+	if err := in.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-in.Exited():
+	case <-time.After(20 * time.Second):
+		t.Fatal("still running 20s after SIGTERM")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,7 +73,9 @@ func TestEachRunsOneCopyPerLeaseHeld(t *testing.T) {
 	bBeats, _ := beatsOf(t, filepath.Join(dirs["b"], bShard+".beats"))
 	bToken := bBeats[len(bBeats)-1].token
 
-	pods["b"].Stop()
+	if err := pods["b"].Signal(syscall.SIGTERM); err != nil { // it releases its shard
+		t.Fatal(err)
+	}
 	eventually(t, "a running a copy for b's shard "+bShard+" with a larger token", func() bool {
 		return beating("a", bShard, bToken)
 	})
