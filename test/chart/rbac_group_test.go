@@ -331,6 +331,15 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 			if log, _ := os.ReadFile(b.LogPath); !strings.Contains(string(log), "member Lease delete failed") {
 				t.Errorf("b's log does not report the failed delete:\n%s", log)
 			}
+			// b renewed its member Lease at most a third of its TTL (one
+			// lease duration) before it left: a third of the TTL later, a
+			// still counts b and leaves the Lease b released alone (with
+			// delete it takes it within a round trip).
+			time.Sleep(leaseDuration / 3)
+			if held := heldBy(t, a); len(held) != 1 {
+				t.Errorf("a holds %v a moment after b left, want still its 1 (b still counted as a member)", held)
+			}
+			eventually(t, 2*leaseDuration, "b's member Lease expires in a's view and a takes both Leases", func() bool { return len(heldBy(t, a)) == 2 })
 		},
 		// Neither the members nor any Lease can be listed: membership is
 		// never known, so a balanced member never campaigns, and no Lease
