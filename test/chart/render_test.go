@@ -60,7 +60,12 @@ type expectation struct {
 	lease          string
 	serviceAccount string
 	podLabel       bool // the Role also lists and patches Pods
-	check          func(t *testing.T, sidecar, app *corev1.Container, d *appsv1.Deployment)
+	// rules, if set, is the Role's instead of leastPrivilege(lease) (a
+	// lease group, or an observer); leases the Leases the helm test reads
+	// (default: lease). lease "" means LEASEHOLD_LEASE_NAME is unset.
+	rules  []rbacv1.PolicyRule
+	leases []string
+	check  func(t *testing.T, sidecar, app *corev1.Container, d *appsv1.Deployment)
 }
 
 var ciExpectations = map[string]expectation{
@@ -152,6 +157,34 @@ var ciExpectations = map[string]expectation{
 		kinds:  []string{"ConfigMap", "Deployment", "Pod", "PodMonitor", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
 		native: true, fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
 	},
+	"shards-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: true,
+		fullname: "ci-leasehold", lease: "orders", serviceAccount: "ci-leasehold",
+		rules:  groupRules,
+		leases: []string{"orders-0", "orders-1", "orders-2", "orders-3"},
+		check: func(t *testing.T, sidecar, app *corev1.Container, _ *appsv1.Deployment) {
+			wantEnv(t, sidecar, map[string]string{"LEASEHOLD_SHARDS": "4", "LEASEHOLD_GROUP": "orders-workers", "LEASEHOLD_BALANCE": "true"})
+			wantUnset(t, sidecar, "LEASEHOLD_LEASES", "LEASEHOLD_CANDIDATE")
+			if !strings.Contains(strings.Join(app.Args, "\n"), "/v1/leases") {
+				t.Errorf("the demo app of a group must follow /v1/leases: %v", app.Args)
+			}
+		},
+	},
+	"roles-observer-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: true,
+		fullname: "ci-leasehold", lease: "", serviceAccount: "ci-leasehold",
+		rules:  observerRules("scheduler", "compactor", "reporter"),
+		leases: []string{"scheduler", "compactor", "reporter"},
+		check: func(t *testing.T, sidecar, app *corev1.Container, _ *appsv1.Deployment) {
+			wantEnv(t, sidecar, map[string]string{
+				"LEASEHOLD_LEASES": "scheduler,compactor,reporter", "LEASEHOLD_GROUP": "ci-leasehold",
+				"LEASEHOLD_BALANCE": "true", "LEASEHOLD_CANDIDATE": "false",
+			})
+			if !slices.Contains(app.Command, "--each") {
+				t.Errorf("run mode with a group: want leasehold run --each, got %v", app.Command)
+			}
+		},
+	},
 	"plain-container-values.yaml": {
 		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: false,
 		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
@@ -210,6 +243,9 @@ func checkRendering(t *testing.T, objs []*unstructured.Unstructured, want expect
 			t.Errorf("Role %q, want %q", role.Name, want.fullname)
 		}
 		rules := leastPrivilege(want.lease)
+		if want.rules != nil {
+			rules = slices.Clone(want.rules)
+		}
 		if want.podLabel {
 			rules = append(rules, podLabelRule)
 		}
@@ -231,7 +267,15 @@ func checkRendering(t *testing.T, objs []*unstructured.Unstructured, want expect
 		if p.Spec.ServiceAccountName != want.serviceAccount {
 			t.Errorf("test pod runs as %q, want %q", p.Spec.ServiceAccountName, want.serviceAccount)
 		}
-		wantEnv(t, &p.Spec.Containers[0], map[string]string{"LEASE": want.lease})
+		leases := want.leases
+		if leases == nil {
+			leases = []string{want.lease}
+		}
+		read := "get"
+		if want.rules != nil && !slices.Contains(want.rules[0].Verbs, "get") && !slices.Contains(want.rules[0].Verbs, "create") {
+			read = "list" // an observer's Role has no get
+		}
+		wantEnv(t, &p.Spec.Containers[0], map[string]string{"LEASE": strings.Join(leases, " "), "READ": read})
 		wantRestricted(t, "test pod", p.Spec.Containers[0].SecurityContext)
 	}
 	for _, obj := range only(objs, "Deployment") {
@@ -276,7 +320,11 @@ func checkRendering(t *testing.T, objs []*unstructured.Unstructured, want expect
 // identity, probes on the OPS port, resources, securityContext.
 func checkSidecar(t *testing.T, c *corev1.Container, lease string) {
 	t.Helper()
-	wantEnv(t, c, map[string]string{"LEASEHOLD_LEASE_NAME": lease})
+	if lease == "" {
+		wantUnset(t, c, "LEASEHOLD_LEASE_NAME")
+	} else {
+		wantEnv(t, c, map[string]string{"LEASEHOLD_LEASE_NAME": lease})
+	}
 	for name, path := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"} {
 		var got string
 		for _, e := range c.Env {
@@ -363,6 +411,21 @@ func leastPrivilege(lease string) []rbacv1.PolicyRule {
 	}
 }
 
+// groupRules is the Role of a lease group's members: create, get, update,
+// delete, list and watch on Leases, none restricted by name (the member
+// Lease's name depends on the identity; the members are found by label).
+var groupRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update", "delete"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list", "watch"}},
+}
+
+// observerRules is an observer's Role: list and watch on its Leases.
+func observerRules(leases ...string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+		ResourceNames: leases, Verbs: []string{"list", "watch"}}}
+}
+
 // podLabelRule is what the leader label adds to the Role.
 var podLabelRule = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}}
 
@@ -411,6 +474,15 @@ func mustEnv(t *testing.T, c *corev1.Container, name string) string {
 	return v
 }
 
+func wantUnset(t *testing.T, c *corev1.Container, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if v, ok := envValue(c, name); ok {
+			t.Errorf("container %s: %s=%q, want it unset", c.Name, name, v)
+		}
+	}
+}
+
 func wantEnv(t *testing.T, c *corev1.Container, want map[string]string) {
 	t.Helper()
 	for _, name := range slices.Sorted(maps.Keys(want)) {
@@ -457,6 +529,23 @@ func TestBadValuesFailWithAClearMessage(t *testing.T) {
 		"native sidecar on 1.28":    {[]string{"--set", "demo.enabled=true", "--kube-version", "1.28.5"}, []string{"nativeSidecar needs Kubernetes >= 1.29", "nativeSidecar=false"}},
 		"bad value in a subchart":   {[]string{"--set", "leasehold.timings.retryPeriod=-2s", "--example"}, []string{schema, "leasehold:", "at '/timings/retryPeriod'"}},
 		"misspelled subchart value": {[]string{"--set", "leasehold.leaseNmae=x", "--example"}, []string{schema, "additional properties 'leaseNmae' not allowed"}},
+		// Lease groups and observer mode: what the sidecar refuses at start
+		// (rules 12 and 13 of its configuration) fails the rendering.
+		"too many shards":           {[]string{"--set", "shards=1025"}, []string{schema, "at '/shards'"}},
+		"negative shards":           {[]string{"--set", "shards=-1"}, []string{schema, "at '/shards'"}},
+		"role not a DNS subdomain":  {[]string{"--set", "leases={scheduler,Compactor}"}, []string{schema, "at '/leases/1'"}},
+		"role listed twice":         {[]string{"--set", "leases={a,b,a}"}, []string{schema, "at '/leases'"}},
+		"group not a label value":   {[]string{"--set", "shards=2", "--set", "group=Orders_Workers"}, []string{schema, "at '/group'"}},
+		"string for candidate":      {[]string{"--set", "candidate=no"}, []string{schema, "at '/candidate'"}},
+		"leases and shards":         {[]string{"--set", "leases={a}", "--set", "shards=2"}, []string{"leases (a) and shards (2) are both set", "set one of them"}},
+		"leases and leaseName":      {[]string{"--set", "leases={a}", "--set", "leaseName=orders"}, []string{`leases is set together with leaseName="orders"`, "unset leaseName"}},
+		"group without a group":     {[]string{"--set", "group=orders"}, []string{`group="orders" has no effect on a single Lease`}},
+		"balance without a group":   {[]string{"--set", "balance=false"}, []string{"balance=false has no effect on a single Lease"}},
+		"shard name too long":       {[]string{"--set", "shards=10", "--set", "leaseName=" + strings.Repeat("a", 252)}, []string{"shards=10: the shard Lease", "longer than 253 characters"}},
+		"full name not a group":     {[]string{"--set", "shards=2", "--set", "fullnameOverride=Orders"}, []string{`the group name "Orders" must be a label value`, "set group"}},
+		"observer with app health":  {[]string{"--set", "candidate=false", "--set", "appHealth.url=http://127.0.0.1:8080/healthz"}, []string{"candidate=false (an observer, which never campaigns) together with appHealth.url"}},
+		"group with the pod label":  {[]string{"--set", "shards=2", "--set", "podLabel.enabled=true"}, []string{"podLabel.enabled with a lease group"}},
+		"group checks in subcharts": {[]string{"--set", "leasehold.shards=2", "--set", "leasehold.leases={a}", "--example"}, []string{"leases (a) and shards (2) are both set"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -519,4 +608,112 @@ func TestExampleUserChartIncludesTheSidecar(t *testing.T) {
 	}
 	app := container(spec.Containers, "my-app")
 	wantEnv(t, app, map[string]string{"LEASEHOLD_URL": "http://127.0.0.1:4040"})
+}
+
+// The Role grants only what the mode needs, and no rule of it is implied by
+// the others (RBAC rules add up, so such a rule would grant nothing):
+//   - one Lease (the default): byte for byte the Role of before lease groups
+//     (testdata/role-default.golden.yaml): create, and get, update, list,
+//     watch on the Lease by name;
+//   - a lease group (named roles or shards, balanced or greedy): create,
+//     get, update, delete, list, watch on Leases, none by name, because the
+//     member Lease's name depends on the identity and the members are
+//     listed by label;
+//   - an observer (candidate=false), one Lease or a group: list and watch
+//     on the Lease(s) by name, nothing else.
+//
+// The sidecar's environment says the same mode. test/chart/rbac*_test.go
+// prove each verb necessary and the whole sufficient.
+func TestRoleGrantsOnlyWhatTheModeNeeds(t *testing.T) {
+	requireHelm(t)
+	t.Parallel()
+	meta := readChartMeta(t)
+	golden, err := os.ReadFile(filepath.Join("testdata", "role-default.golden.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.NewReplacer("{{VERSION}}", meta.Version, "{{APPVERSION}}", meta.AppVersion).Replace(string(golden))
+	if got := mustHelm(t, "template", "ci", chartDir, "--namespace", "ci-ns", "-s", "templates/role.yaml"); got != want {
+		t.Errorf("the default Role changed; got:\n%s\nwant (testdata/role-default.golden.yaml):\n%s", got, want)
+	}
+
+	shards := []string{"ci-leasehold-0", "ci-leasehold-1", "ci-leasehold-2"}
+	for name, tc := range map[string]struct {
+		args  []string
+		rules []rbacv1.PolicyRule
+		env   map[string]string // the mode's settings; the others of modeVars unset
+	}{
+		"single Lease": {nil, leastPrivilege("ci-leasehold"), map[string]string{"LEASEHOLD_LEASE_NAME": "ci-leasehold"}},
+		"shards": {[]string{"--set", "shards=3"}, groupRules, map[string]string{
+			"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_SHARDS": "3", "LEASEHOLD_GROUP": "ci-leasehold", "LEASEHOLD_BALANCE": "true"}},
+		"named roles, greedy, own group name": {[]string{"--set", "leases={scheduler,compactor}", "--set", "balance=false", "--set", "group=jobs"}, groupRules, map[string]string{
+			"LEASEHOLD_LEASES": "scheduler,compactor", "LEASEHOLD_GROUP": "jobs", "LEASEHOLD_BALANCE": "false"}},
+		"observer of one Lease": {[]string{"--set", "candidate=false", "--set", "leaseName=orders"}, observerRules("orders"), map[string]string{
+			"LEASEHOLD_LEASE_NAME": "orders", "LEASEHOLD_CANDIDATE": "false"}},
+		"observer of shards": {[]string{"--set", "candidate=false", "--set", "shards=3"}, observerRules(shards...), map[string]string{
+			"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_SHARDS": "3", "LEASEHOLD_GROUP": "ci-leasehold", "LEASEHOLD_BALANCE": "true", "LEASEHOLD_CANDIDATE": "false"}},
+		"observer of roles": {[]string{"--set", "candidate=false", "--set", "leases={a,b}"}, observerRules("a", "b"), map[string]string{
+			"LEASEHOLD_LEASES": "a,b", "LEASEHOLD_GROUP": "ci-leasehold", "LEASEHOLD_BALANCE": "true", "LEASEHOLD_CANDIDATE": "false"}},
+		"observer with the pod label": {[]string{"--set", "candidate=false", "--set", "podLabel.enabled=true"},
+			append(observerRules("ci-leasehold"), podLabelRule), map[string]string{
+				"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_CANDIDATE": "false", "LEASEHOLD_POD_LABEL": "leasehold.io/leader"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			objs := render(t, "ci", "ci-ns", chartDir, append([]string{"--set", "demo.enabled=true"}, tc.args...)...)
+			role := convert[rbacv1.Role](t, one(t, objs, "Role"))
+			if diff := ruleDiff(role.Rules, tc.rules); diff != "" {
+				t.Errorf("Role rules: %s", diff)
+			}
+			if i := impliedRule(role.Rules); i >= 0 {
+				t.Errorf("rule %d of the Role is implied by the others: %s", i, rulesString(role.Rules))
+			}
+			d := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+			c := container(d.Spec.Template.Spec.InitContainers, "leasehold")
+			wantEnv(t, c, tc.env)
+			for _, v := range append(slices.Clone(modeVars), "LEASEHOLD_LEASE_NAME") {
+				if _, ok := tc.env[v]; !ok {
+					wantUnset(t, c, v)
+				}
+			}
+		})
+	}
+}
+
+// impliedRule returns the index of a rule whose every grant another rule
+// of rules also makes, or -1.
+func impliedRule(rules []rbacv1.PolicyRule) int {
+	grants := func(r rbacv1.PolicyRule, group, resource, verb, name string) bool {
+		return (slices.Contains(r.APIGroups, group) || slices.Contains(r.APIGroups, "*")) &&
+			(slices.Contains(r.Resources, resource) || slices.Contains(r.Resources, "*")) &&
+			(slices.Contains(r.Verbs, verb) || slices.Contains(r.Verbs, "*")) &&
+			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name))
+	}
+	for i, r := range rules {
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{"\x00any"} // a name no rule lists: only an unrestricted rule grants it
+		}
+		implied := true
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					for _, n := range names {
+						byOther := false
+						for j, o := range rules {
+							if j != i && grants(o, g, res, v, n) {
+								byOther = true
+								break
+							}
+						}
+						implied = implied && byOther
+					}
+				}
+			}
+		}
+		if implied {
+			return i
+		}
+	}
+	return -1
 }

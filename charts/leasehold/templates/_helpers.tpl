@@ -89,6 +89,85 @@ resourceNames and the sidecar's LEASEHOLD_LEASE_NAME both come from here.
 {{- end }}
 
 {{/*
+leasehold.grouped: "true" when a lease group is configured (leases or
+shards), else empty.
+*/}}
+{{- define "leasehold.grouped" -}}
+{{- if or .Values.leases .Values.shards }}true{{ end }}
+{{- end }}
+
+{{/*
+leasehold.group: the lease group's name (LEASEHOLD_GROUP): group, else the
+full name. Used only when a group is configured.
+*/}}
+{{- define "leasehold.group" -}}
+{{- default (include "leasehold.fullname" .) .Values.group }}
+{{- end }}
+
+{{/*
+leasehold.leaseNames: every Lease the sidecar follows, comma-separated, in
+configured order: leaseName alone; the roles of leases; or, with shards=N,
+<leaseName>-0 … <leaseName>-<N-1>. The Role's resourceNames and the helm
+test come from here. It checks the values first (leasehold.validate).
+*/}}
+{{- define "leasehold.leaseNames" -}}
+{{- include "leasehold.validate" . }}
+{{- if .Values.leases }}
+{{- join "," .Values.leases }}
+{{- else if .Values.shards }}
+{{- $prefix := include "leasehold.leaseName" . }}
+{{- $names := list }}
+{{- range $i := until (int .Values.shards) }}
+{{- $names = append $names (printf "%s-%d" $prefix $i) }}
+{{- end }}
+{{- join "," $names }}
+{{- else }}
+{{- include "leasehold.leaseName" . }}
+{{- end }}
+{{- end }}
+
+{{/*
+leasehold.validate renders nothing: it fails, with a message naming the
+values, on the combinations the sidecar refuses at start (it would exit 2)
+that values.schema.json cannot express (rules 12 and 13 of the sidecar's
+configuration).
+*/}}
+{{- define "leasehold.validate" -}}
+{{- $grouped := include "leasehold.grouped" . }}
+{{- if and .Values.leases .Values.shards }}
+{{- fail (printf "leases (%s) and shards (%v) are both set: a lease group is either named roles (leases) or shards named after leaseName (shards); set one of them" (join "," .Values.leases) .Values.shards) }}
+{{- end }}
+{{- if and .Values.leases .Values.leaseName }}
+{{- fail (printf "leases is set together with leaseName=%q: leaseName names the single Lease (or, with shards, the shards' prefix), while with leases each role names its own Lease; unset leaseName" .Values.leaseName) }}
+{{- end }}
+{{- if .Values.shards }}
+{{- $last := printf "%s-%d" (include "leasehold.leaseName" .) (sub (int .Values.shards) 1) }}
+{{- if gt (len $last) 253 }}
+{{- fail (printf "shards=%v: the shard Lease %q is longer than 253 characters (a DNS subdomain); shorten leaseName" .Values.shards $last) }}
+{{- end }}
+{{- end }}
+{{- if not $grouped }}
+{{- if .Values.group }}
+{{- fail (printf "group=%q has no effect on a single Lease: set leases or shards for a lease group, or unset group" .Values.group) }}
+{{- end }}
+{{- if not .Values.balance }}
+{{- fail "balance=false has no effect on a single Lease: set leases or shards for a lease group, or unset balance" }}
+{{- end }}
+{{- else }}
+{{- $group := include "leasehold.group" . }}
+{{- if or (gt (len $group) 63) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $group)) }}
+{{- fail (printf "the group name %q must be a label value that makes valid member Lease names (<group>-member-<hash>): at most 63 characters, lower-case letters, digits, '-' and '.'; set group" $group) }}
+{{- end }}
+{{- if .Values.podLabel.enabled }}
+{{- fail "podLabel.enabled with a lease group (leases or shards): the leader label marks the leader of one Lease; turn one of them off" }}
+{{- end }}
+{{- end }}
+{{- if and (not .Values.candidate) .Values.appHealth.url }}
+{{- fail (printf "candidate=false (an observer, which never campaigns) together with appHealth.url=%q (health-gated candidacy): unset one" .Values.appHealth.url) }}
+{{- end }}
+{{- end }}
+
+{{/*
 The sidecar image: by digest if one is set, else by tag (default: the
 chart's appVersion).
 */}}
@@ -123,8 +202,28 @@ POD_NAMESPACE, the namespace the Role is in.
   valueFrom:
     fieldRef:
       fieldPath: metadata.namespace
+{{- include "leasehold.validate" . }}
+{{- if .Values.leases }}
+- name: LEASEHOLD_LEASES
+  value: {{ include "leasehold.leaseNames" . | quote }}
+{{- else }}
 - name: LEASEHOLD_LEASE_NAME
   value: {{ include "leasehold.leaseName" . | quote }}
+{{- end }}
+{{- if .Values.shards }}
+- name: LEASEHOLD_SHARDS
+  value: {{ printf "%d" (int .Values.shards) | quote }}
+{{- end }}
+{{- if include "leasehold.grouped" . }}
+- name: LEASEHOLD_GROUP
+  value: {{ include "leasehold.group" . | quote }}
+- name: LEASEHOLD_BALANCE
+  value: {{ .Values.balance | quote }}
+{{- end }}
+{{- if not .Values.candidate }}
+- name: LEASEHOLD_CANDIDATE
+  value: "false"
+{{- end }}
 - name: LEASEHOLD_LEASE_DURATION
   value: {{ .Values.timings.leaseDuration | quote }}
 - name: LEASEHOLD_RENEW_DEADLINE
@@ -276,8 +375,14 @@ scrapeTimeout: {{ . }}
 
 {{/*
 leasehold.alertSelector: the PromQL label matchers of this release's
-election: its Lease in the release namespace.
+election: its Lease in the release namespace; with a lease group, every
+Lease of the group (each series of a group carries the label group, and
+its own lease).
 */}}
 {{- define "leasehold.alertSelector" -}}
+{{- if include "leasehold.grouped" . -}}
+namespace="{{ .Release.Namespace }}",group="{{ include "leasehold.group" . }}"
+{{- else -}}
 namespace="{{ .Release.Namespace }}",lease="{{ include "leasehold.leaseName" . }}"
+{{- end }}
 {{- end }}

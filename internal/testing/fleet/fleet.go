@@ -64,6 +64,11 @@ type Config struct {
 	// ReadyPoll is how often Start asks /readyz; zero means 20ms. The
 	// benchmarks time the start to readiness with a shorter one.
 	ReadyPoll time.Duration
+	// Unready makes Start return once the sidecar serves its OPS port
+	// (any answer to /readyz), without waiting for it to be ready: for
+	// tests of a sidecar that must never get ready (e.g. forbidden to list
+	// its Leases).
+	Unready bool
 }
 
 // Instance is one running sidecar.
@@ -173,7 +178,7 @@ func (c Config) start(ctx context.Context, name string, viaProxy bool) (*Instanc
 		logFile.Close()
 		close(inst.exited)
 	}()
-	if err := inst.waitReady(ctx, c.ReadyPoll); err != nil {
+	if err := inst.waitReady(ctx, c.ReadyPoll, c.Unready); err != nil {
 		inst.Stop()
 		if inst.logged("address already in use") {
 			err = fmt.Errorf("%w: %w", errPortTaken, err)
@@ -183,19 +188,19 @@ func (c Config) start(ctx context.Context, name string, viaProxy bool) (*Instanc
 	return inst, nil
 }
 
-// waitReady waits until the instance answers /readyz with 200, asking
-// every poll (20ms when 0), and records when in Ready. The answer counts
-// only once the instance has logged that it started, that is bound both its
-// ports: a port picked free may have been taken by another sidecar, whose
-// answer would otherwise pass for this one's.
-func (i *Instance) waitReady(ctx context.Context, poll time.Duration) error {
+// waitReady waits until the instance answers /readyz with 200 (with
+// unready, with any status), asking every poll (20ms when 0), and records
+// when in Ready. The answer counts only once the instance has logged that it
+// started, that is bound both its ports: a port picked free may have been
+// taken by another sidecar, whose answer would otherwise pass for this one's.
+func (i *Instance) waitReady(ctx context.Context, poll time.Duration, unready bool) error {
 	if poll <= 0 {
 		poll = 20 * time.Millisecond
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		if code, err := get(ctx, i.OpsURL+"/readyz", nil); err == nil && code == http.StatusOK && i.logged("leasehold started") {
+		if code, err := get(ctx, i.OpsURL+"/readyz", nil); err == nil && (code == http.StatusOK || unready) && i.logged("leasehold started") {
 			i.Ready = time.Now()
 			return nil
 		}
@@ -223,6 +228,23 @@ func (i *Instance) Status(ctx context.Context) (httpapi.Status, error) {
 		err = fmt.Errorf("GET /v1/status: %d", code)
 	}
 	return st, err
+}
+
+// Leases asks the instance's API for GET /v1/leases: every Lease's status
+// (the unnamed /v1/status answers 409 with a lease group).
+func (i *Instance) Leases(ctx context.Context) (httpapi.Leases, error) {
+	var l httpapi.Leases
+	code, err := get(ctx, i.APIURL+"/v1/leases", &l)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET /v1/leases: %d", code)
+	}
+	return l, err
+}
+
+// ReadyNow asks the instance's OPS /readyz and reports whether it answered 200.
+func (i *Instance) ReadyNow(ctx context.Context) (bool, error) {
+	code, err := get(ctx, i.OpsURL+"/readyz", nil)
+	return code == http.StatusOK, err
 }
 
 // Signal sends sig to the process (SIGKILL a crash, SIGTERM a graceful
