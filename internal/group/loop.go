@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/leasehold/leasehold/internal/elect"
 )
 
 // loop is the group's one goroutine: it publishes the group state and puts
@@ -118,13 +116,4 @@ func (l *loop) countMoves(snap Snapshot) {
 		}
 		l.leading[i] = s.Leading
 	}
-}
-
-func allObserved(leases []*elect.Snapshot) bool {
-	for _, s := range leases {
-		if !s.Observed {
-			return false
-		}
-	}
-	return true
 }
