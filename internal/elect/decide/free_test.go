@@ -267,3 +267,41 @@ func TestOwnClaimCountsOnlyWhileTheTermIsValid(t *testing.T) {
 		})
 	}
 }
+
+// Report.FreeAt says when the record becomes free for this instance: the
+// claim of a holder it observed ends a lease duration after it first saw
+// that version; a signed release, or its own term, makes it zero.
+func TestReportFreeAt(t *testing.T) {
+	const lease = 15 * time.Second
+	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+	held(h.store, "x", 15)
+	cfg := standardConfig("c")
+	cfg.StartWithdrawn = true // a follower that never takes it: FreeAt is what it reports
+	h.m, _ = New(cfg, 1)
+	h.begin(true)
+	if got, want := h.last.Report.FreeAt, h.start.Add(lease); !got.Equal(want) {
+		t.Fatalf("held by x, seen at the start: FreeAt %v, want %v", got, want)
+	}
+	h.advance(3 * time.Second)
+	held(h.store, "x", 15) // x renews: a new version, seen now
+	h.feed(Tick{})
+	if got, want := h.last.Report.FreeAt, h.now.Add(lease); !got.Equal(want) {
+		t.Fatalf("after x's renewal: FreeAt %v, want %v", got, want)
+	}
+	h.advance(lease) // the claim ends unrenewed
+	h.feed(Tick{})
+	if got := h.last.Report.FreeAt; !got.IsZero() {
+		t.Fatalf("after the claim ended: FreeAt %v, want zero (free now)", got)
+	}
+	held(h.store, "x", 15)
+	h.feed(Tick{})
+	released(h.store, "x")
+	h.feed(Tick{})
+	if got := h.last.Report.FreeAt; !got.IsZero() || h.last.Report.Holder != "" {
+		t.Fatalf("after x's signed release: FreeAt %v holder %q, want zero and none", got, h.last.Report.Holder)
+	}
+	h.feed(SetCandidate{Candidate: true})
+	if !h.leading() || !h.last.Report.FreeAt.IsZero() {
+		t.Fatalf("own term: leading %v, FreeAt %v; want leading and zero", h.leading(), h.last.Report.FreeAt)
+	}
+}
