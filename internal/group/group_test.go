@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -239,7 +240,8 @@ func TestScaleUpMovesTheFewestLeases(t *testing.T) {
 	f := newFixture(t)
 	leases := shardNames(16)
 	moves := f.countMoves()
-	a := f.start("a", leases)
+	registry := prometheus.NewRegistry()
+	a := f.start("a", leases, func(c *group.Config) { c.Registerer = registry })
 	waitHeld(t, []*member{a}, []int{16})
 	if got := moves.count(); got != 0 {
 		t.Fatalf("%d moves before the scale-up", got)
@@ -255,6 +257,13 @@ func TestScaleUpMovesTheFewestLeases(t *testing.T) {
 	}
 	if got := moves.count(); got != 12 {
 		t.Errorf("scale-up 1 → 4 moved %d shards, want exactly 12", got)
+	}
+	for name, want := range map[string]float64{
+		"leasehold_members": 4, `leasehold_lease_moves_total{direction="in"}`: 16, `leasehold_lease_moves_total{direction="out"}`: 12,
+	} {
+		if got := gathered(t, registry, name); got != want {
+			t.Errorf("a's %s = %v, want %v", name, got, want)
+		}
 	}
 
 	stopped := time.Now()
@@ -358,4 +367,36 @@ func TestReleaseWithStayOutHandsTheLeaseOver(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // sampling: the outcome is decided by what is sampled
 	}
 	waitFair(t, []*member{a, b}, 4)
+}
+
+// gathered is the value of the series name (with its labels, as
+// name{k="v"}) in registry, -1 when absent.
+func gathered(t *testing.T, registry *prometheus.Registry, series string) float64 {
+	t.Helper()
+	families, err := registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			id := f.GetName()
+			if len(m.GetLabel()) > 0 {
+				var labels []string
+				for _, l := range m.GetLabel() {
+					labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+				}
+				id += "{" + strings.Join(labels, ",") + "}"
+			}
+			if id != series {
+				continue
+			}
+			switch {
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
 }

@@ -64,6 +64,13 @@ func TestAssign(t *testing.T) {
 		wantMoves: 0,
 		wantCount: map[string]int{"a": 3, "b": 3, "c": 4},
 	}, {
+		name: "the extra place stays put while members take a departed member's Leases",
+		// a, b and c hold 4 each and d's 4 are free: a gets the extra place
+		// (by identity), and keeps it once c has taken one of d's Leases.
+		view:      View{Members: []string{"a", "b", "c"}, Holders: slices.Concat(holders(4, "a"), holders(4, "b"), holders(5, "c"), holders(3, ""))},
+		wantMoves: 3,
+		wantCount: map[string]int{"a": 6, "b": 5, "c": 5},
+	}, {
 		name:      "free Leases go to the members below their quota",
 		view:      View{Members: []string{"a", "b"}, Holders: []string{"", "", "", "a"}},
 		wantMoves: 3,
