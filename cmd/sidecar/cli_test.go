@@ -262,3 +262,44 @@ func freeAddr(t *testing.T) string {
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
+
+// With a lease group the client commands take --lease NAME; without it
+// they exit 2 and say so.
+func TestClientCommandsWithALeaseGroup(t *testing.T) {
+	f := newFleet(t)
+	f.Env = append(f.Env, "LEASEHOLD_SHARDS=2")
+	a := start(t, f, "a")
+	env := []string{"LEASEHOLD_API_ADDR=" + addrOf(a)}
+
+	r := leasehold(t, binary, env, "status")
+	if r.code != 2 || !strings.Contains(r.stderr, "--lease NAME") {
+		t.Errorf("status without --lease: exit %d, stderr %q; want 2 and a hint at --lease", r.code, r.stderr)
+	}
+	// A lone member takes both shards a lease duration after it started
+	// (they did not exist: each is created empty, then acquired).
+	r = leasehold(t, binary, env, "wait", "--lease", "app-1", "--timeout", generous.String())
+	if r.code != 0 || !strings.Contains(r.stdout, "leading: term") {
+		t.Fatalf("wait --lease app-1: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = leasehold(t, binary, env, "status", "--lease", "app-1", "-o", "json")
+	var st httpapi.Status
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != 0 || st.Lease != "app-1" || !st.Leader {
+		t.Fatalf("status --lease app-1: exit %d, %+v (%v)", r.code, st, err)
+	}
+	r = leasehold(t, binary, env, "token", "--lease", "app-1")
+	if r.code != 0 || r.stdout != st.FencingToken.String()+"\n" {
+		t.Errorf("token --lease app-1: exit %d, stdout %q, want %s", r.code, r.stdout, st.FencingToken)
+	}
+	r = leasehold(t, binary, env, "release", "--lease", "app-1", "--for", "10s")
+	if r.code != 0 {
+		t.Errorf("release --lease app-1: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = leasehold(t, binary, env, "token", "--lease", "app-1")
+	if r.code != 1 {
+		t.Errorf("token --lease app-1 after the release: exit %d, want 1 (not leader)", r.code)
+	}
+	r = leasehold(t, binary, env, "status", "--lease", "nope")
+	if r.code != 3 || !strings.Contains(r.stderr, "unknown_lease") && !strings.Contains(r.stderr, "nope") {
+		t.Errorf("status --lease nope: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

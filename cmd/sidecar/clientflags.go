@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
+	"strings"
 )
 
 // Output formats of the client commands (-o).
@@ -18,6 +20,17 @@ const (
 type clientFlags struct {
 	addr   string
 	output string
+	lease  string // --lease: a Lease of the sidecar's group; "" for its one Lease
+}
+
+// path is the API path of a request about the one Lease (unnamed, such as
+// "/v1/token"), or, with --lease, about that Lease of the group:
+// /v1/leases/<lease> plus named (such as "/token"; "" for its status).
+func (f *clientFlags) path(unnamed, named string) string {
+	if f.lease == "" {
+		return unnamed
+	}
+	return "/v1/leases/" + url.PathEscape(f.lease) + named
 }
 
 // addClientFlags defines --addr and -o on fs. The default address is
@@ -32,6 +45,7 @@ func addClientFlags(fs *flag.FlagSet, getenv func(string) string, outputHelp str
 	fs.StringVar(&f.addr, "addr", def,
 		"the sidecar's API at `HOST:PORT` or http://HOST:PORT (the default is $LEASEHOLD_API_ADDR when set)")
 	fs.StringVar(&f.output, "o", outputText, "output `format`: "+outputHelp)
+	fs.StringVar(&f.lease, "lease", "", "with a lease group: the Lease `NAME` to ask about (GET /v1/leases lists them)")
 	return f
 }
 
@@ -40,6 +54,9 @@ func addClientFlags(fs *flag.FlagSet, getenv func(string) string, outputHelp str
 func (f *clientFlags) client() (*sidecarClient, error) {
 	if f.output != outputText && f.output != outputJSON {
 		return nil, fmt.Errorf("-o %q: want text or json", f.output)
+	}
+	if strings.ContainsAny(f.lease, "/?#%") {
+		return nil, fmt.Errorf("--lease %q: want the name of a Lease of the sidecar's group", f.lease)
 	}
 	base, err := sidecarURL(f.addr)
 	if err != nil {
@@ -62,6 +79,10 @@ func clientCommandFlags(name string, getenv func(string) string, outputHelp stri
 func failed(e *env, name string, err error) int {
 	fmt.Fprintf(e.stderr, "leasehold %s: %v\n", name, err)
 	if r, ok := errors.AsType[*refusedError](err); ok && r.code == 400 {
+		return exitUsage
+	}
+	if r, ok := errors.AsType[*refusedError](err); ok && r.code == 409 {
+		fmt.Fprintf(e.stderr, "leasehold %s: the sidecar holds a lease group: name the Lease with --lease NAME (GET /v1/leases lists them)\n", name)
 		return exitUsage
 	}
 	if _, ok := errors.AsType[*unreachableError](err); ok {

@@ -68,14 +68,14 @@ For a preStop hook on the leasehold container itself (no curl needed):
 			return usageError(e, c, err.Error())
 		}
 		defer client.close()
-		a, err := client.do(e.ctx, http.MethodPost, "/v1/release", q, releaseTimeout)
+		a, err := client.do(e.ctx, http.MethodPost, cf.path("/v1/release", "/release"), q, releaseTimeout)
 		if err == nil && a.code != http.StatusOK {
-			err = client.refused(http.MethodPost, "/v1/release", a)
+			err = client.refused(http.MethodPost, cf.path("/v1/release", "/release"), a)
 		}
 		var r releaseAnswer
 		if err == nil {
 			if jerr := json.Unmarshal(a.body, &r); jerr != nil {
-				err = fmt.Errorf("POST %s: not a release answer: %v", client.url("/v1/release", q), jerr)
+				err = fmt.Errorf("POST %s: not a release answer: %v", client.url(cf.path("/v1/release", "/release"), q), jerr)
 			}
 		}
 		if err != nil {

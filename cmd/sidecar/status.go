@@ -47,14 +47,14 @@ or not: use 'leasehold token' or 'leasehold wait' to test leadership.`, fs, clie
 			return usageError(e, c, err.Error())
 		}
 		defer client.close()
-		a, err := client.do(e.ctx, http.MethodGet, "/v1/status", nil, requestTimeout)
+		a, err := client.do(e.ctx, http.MethodGet, cf.path("/v1/status", ""), nil, requestTimeout)
 		if err == nil && a.code != http.StatusOK {
-			err = client.refused(http.MethodGet, "/v1/status", a)
+			err = client.refused(http.MethodGet, cf.path("/v1/status", ""), a)
 		}
 		var st httpapi.Status
 		if err == nil {
 			if jerr := json.Unmarshal(a.body, &st); jerr != nil {
-				err = fmt.Errorf("GET %s: not a status: %v", client.url("/v1/status", nil), jerr)
+				err = fmt.Errorf("GET %s: not a status: %v", client.url(cf.path("/v1/status", ""), nil), jerr)
 			}
 		}
 		if err != nil {

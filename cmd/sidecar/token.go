@@ -46,7 +46,7 @@ token to every write and make the storage reject a smaller one
 			return usageError(e, c, err.Error())
 		}
 		defer client.close()
-		a, err := client.do(e.ctx, http.MethodGet, "/v1/token", nil, requestTimeout)
+		a, err := client.do(e.ctx, http.MethodGet, cf.path("/v1/token", "/token"), nil, requestTimeout)
 		if err != nil {
 			return failed(e, c.name, err)
 		}
@@ -60,11 +60,11 @@ token to every write and make the storage reject a smaller one
 			fmt.Fprintf(e.stderr, "leasehold token: %s\n", msg)
 			return exitNotLeader
 		default:
-			return failed(e, c.name, client.refused(http.MethodGet, "/v1/token", a))
+			return failed(e, c.name, client.refused(http.MethodGet, cf.path("/v1/token", "/token"), a))
 		}
 		var t tokenAnswer
 		if err := json.Unmarshal(a.body, &t); err != nil || t.FencingToken == 0 {
-			return failed(e, c.name, fmt.Errorf("GET %s: not a token: %s", client.url("/v1/token", nil), a.body))
+			return failed(e, c.name, fmt.Errorf("GET %s: not a token: %s", client.url(cf.path("/v1/token", "/token"), nil), a.body))
 		}
 		if cf.output == outputJSON {
 			_, _ = e.stdout.Write(a.body)

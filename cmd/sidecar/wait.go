@@ -67,14 +67,14 @@ again after a short backoff, until --timeout.
 			return usageError(e, c, err.Error())
 		}
 		defer client.close()
-		return waitLeader(e, client, *timeout, cf.output)
+		return waitLeader(e, client, cf.path("/v1/leader", "/leader"), *timeout, cf.output)
 	}
 	return c
 }
 
-// waitLeader asks GET /v1/leader?wait= until this instance leads or
-// timeout (0: none) has passed.
-func waitLeader(e *env, client *sidecarClient, timeout time.Duration, output string) int {
+// waitLeader asks GET path?wait= (/v1/leader, or a Lease's of a group)
+// until this instance leads or timeout (0: none) has passed.
+func waitLeader(e *env, client *sidecarClient, path string, timeout time.Duration, output string) int {
 	start := e.now()
 	remaining := func() time.Duration {
 		if timeout == 0 {
@@ -94,7 +94,7 @@ func waitLeader(e *env, client *sidecarClient, timeout time.Duration, output str
 		}
 		wait := min(left, maxLeaderWait).Truncate(time.Millisecond)
 		q := url.Values{"wait": {wait.String()}}
-		a, err := client.do(e.ctx, http.MethodGet, "/v1/leader", q, wait+waitSlack)
+		a, err := client.do(e.ctx, http.MethodGet, path, q, wait+waitSlack)
 		if e.ctx.Err() != nil {
 			return failed(e, "wait", e.ctx.Err())
 		}
@@ -106,7 +106,7 @@ func waitLeader(e *env, client *sidecarClient, timeout time.Duration, output str
 			// A status: leading (200), or not leading when the wait ran out (503).
 			var st httpapi.Status
 			if jerr := json.Unmarshal(a.body, &st); jerr != nil {
-				return failed(e, "wait", fmt.Errorf("GET %s: not a status: %v", client.url("/v1/leader", q), jerr))
+				return failed(e, "wait", fmt.Errorf("GET %s: not a status: %v", client.url(path, q), jerr))
 			}
 			if st.Leader {
 				if output == outputJSON {
@@ -121,10 +121,10 @@ func waitLeader(e *env, client *sidecarClient, timeout time.Duration, output str
 			continue
 		case a.code == http.StatusServiceUnavailable:
 			// An error, such as "shutting down": ask again after its Retry-After.
-			err = client.refused(http.MethodGet, "/v1/leader", a)
+			err = client.refused(http.MethodGet, path, a)
 			delay = retryAfter(a.header.Get("Retry-After"), e.now(), backoff)
 		default:
-			return failed(e, "wait", client.refused(http.MethodGet, "/v1/leader", a))
+			return failed(e, "wait", client.refused(http.MethodGet, path, a))
 		}
 		if problem == nil {
 			fmt.Fprintf(e.stderr, "leasehold wait: %v; asking again\n", err)
