@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // shards returns n holders, all h.
@@ -232,4 +233,42 @@ func holdersBool(n int, b bool) []bool {
 		out[i] = b
 	}
 	return out
+}
+
+// TestBalancedOwnRecordBeforeTheAnswer is what the group simulator found
+// (TestGSim, seed 2260: a scale-up from 1 to 6 members with 8 Leases moved
+// orders-4 twice, m1→m3→m2): m3's acquire of orders-4 landed and its watch
+// event arrived before the answer, so its election reported the record
+// naming m3 while not yet leading. Judged free, that Lease made m3's view
+// of the holders differ from everyone else's, whose quotas then put it
+// elsewhere: m3 withdrew from the Lease it had just acquired. A record
+// naming self is self's own, as the others judge it.
+func TestBalancedOwnRecordBeforeTheAnswer(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 40, 0, time.UTC)
+	members := &Members{Identities: []string{"m1", "m2", "m3", "m4", "m5", "m6"}, JoinedAt: now.Add(-time.Minute), Listed: true}
+	held := func(h string) LeaseState {
+		return LeaseState{Observed: true, Holder: h, FreeAt: now.Add(10 * time.Second)}
+	}
+	free := LeaseState{Observed: true}
+	leases := []LeaseState{
+		held("m1"), held("m1"), free, free,
+		{Observed: true, Holder: "m3"}, // m3's acquire landed; its answer is still on the way
+		held("m4"), free, free,
+	}
+	want, _, ok := Balanced("m3", now, members, leases, time.Second)
+	if !ok || !want[4] {
+		t.Fatalf("Balanced = %v (ok %v): m3 gives up orders-4, which its own record names", want, ok)
+	}
+	// Everyone else's view: m3 holds it, until their FreeAt.
+	others := slices.Clone(leases)
+	others[4] = held("m3")
+	for _, self := range members.Identities {
+		if self == "m3" {
+			continue
+		}
+		w, _, _ := Balanced(self, now, members, others, time.Second)
+		if w[4] {
+			t.Errorf("%s campaigns for orders-4 too: %v", self, w)
+		}
+	}
 }
