@@ -77,6 +77,7 @@ func TestGSim(t *testing.T) {
 	var (
 		failed            *gsimOutcome
 		histories, scaled int
+		failures          int
 		steps             int64
 		late              float64
 	)
@@ -87,15 +88,18 @@ func TestGSim(t *testing.T) {
 		if o.up {
 			scaled++
 		}
-		if o.err != nil && (failed == nil || o.seed < failed.seed) {
-			failed = &o
+		if o.err != nil {
+			failures++
+			if failed == nil || o.seed < failed.seed {
+				failed = &o
+			}
 		}
 	}
 	if failed != nil {
 		s, _ := playGSim(failed.seed, true)
 		tail := s.trace[max(len(s.trace)-80, 0):]
-		t.Fatalf("seed %d: %v\n… last %d lines of its history:\n%s\nreplay: go test ./internal/group -run TestGSim -gsim.seed=%d -v",
-			failed.seed, failed.err, len(tail), strings.Join(tail, "\n"), failed.seed)
+		t.Fatalf("%d of %d histories failed; the first, seed %d: %v\n… last %d lines of its history:\n%s\nreplay: go test ./internal/group -run TestGSim -gsim.seed=%d -v",
+			failures, histories, failed.seed, failed.err, len(tail), strings.Join(tail, "\n"), failed.seed)
 	}
 	t.Logf("%d histories (seeds %d–%d; %d clean scale-ups), %d steps, in %v: no violation; the slowest convergence took %.0f%% of its bound",
 		histories, *gsimFirst, *gsimFirst+uint64(*gsimSeeds)-1, scaled, steps, time.Since(began).Round(time.Millisecond), 100*late)
