@@ -28,9 +28,11 @@ type View struct {
 // Leases every member is given ⌊L/M⌋ or ⌈L/M⌉ Leases, and as few Leases as
 // possible change hands:
 //
-//   - Each member's quota is ⌊L/M⌋; the L mod M members that hold the most
-//     Leases now (ties broken by identity) get one more. So no member that
-//     holds its quota is asked to give a Lease up.
+//   - Each member's quota is ⌊L/M⌋; L mod M members get one more: first
+//     those holding more than ⌊L/M⌋ now, the most first, then by identity
+//     (ties too). So no member that holds its quota is asked to give a
+//     Lease up, and while newcomers take their Leases one by one, who gets
+//     the extra ones does not change with who took a Lease first.
 //   - Each member keeps the Leases it holds, up to its quota (the first in
 //     configured order).
 //   - Every other Lease (free, held by a non-member, or above its holder's
@@ -66,11 +68,20 @@ func Assign(v View) []string {
 		}
 	}
 
-	// Quotas: the extra Leases go to the members that hold the most.
-	byHeld := slices.Clone(members)
-	slices.SortStableFunc(byHeld, func(a, b string) int { return cmp.Compare(held[b], held[a]) })
-	quota := make(map[string]int, len(members))
+	// Quotas: the extra Leases go to the members that hold the most above
+	// ⌊L/M⌋, then by identity. Holding ⌊L/M⌋ or fewer does not rank: a
+	// newcomer that happened to take its first Lease before another must
+	// not take the other's extra Lease from it mid-move.
 	base, extra := len(v.Holders)/len(members), len(v.Holders)%len(members)
+	rank := func(m string) int {
+		if held[m] > base {
+			return held[m]
+		}
+		return 0
+	}
+	byHeld := slices.Clone(members)
+	slices.SortStableFunc(byHeld, func(a, b string) int { return cmp.Compare(rank(b), rank(a)) })
+	quota := make(map[string]int, len(members))
 	for i, m := range byHeld {
 		quota[m] = base
 		if i < extra {

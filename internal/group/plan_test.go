@@ -272,3 +272,27 @@ func TestBalancedOwnRecordBeforeTheAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestAssignExtraStaysPutWhileNewcomersTakeTheirs is the other defect the
+// group simulator found (TestGSim, seed 423: a scale-up from 1 to 5
+// members with 7 Leases made 6 moves, not 5, and a newcomer took, gave up
+// and took again one Lease): the extra Leases went to the members holding
+// the most, so the newcomer that took its first Lease before another took
+// the other's extra Lease from it in the middle of the move, and members
+// whose views were a round trip apart campaigned for the same Leases.
+// Taking a Lease Assign gives must not change what it gives anyone.
+func TestAssignExtraStaysPutWhileNewcomersTakeTheirs(t *testing.T) {
+	members := []string{"m1", "m2", "m3", "m4", "m5"}
+	hs := holders(7, "m1")
+	before := Assign(View{Members: members, Holders: hs})
+	for i, m := range before {
+		if m == "m1" {
+			continue
+		}
+		after := slices.Clone(hs)
+		after[i] = m // m1 released it and m took it
+		if got := Assign(View{Members: members, Holders: after}); !slices.Equal(got, before) {
+			t.Errorf("once %s takes Lease %d: Assign = %v, was %v", m, i, got, before)
+		}
+	}
+}
