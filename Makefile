@@ -167,7 +167,7 @@ SEEDS ?= 100000
 sim:
 	go test -count=1 -timeout=60m -run TestSimulation ./internal/elect/decide -sim.seeds=$(SEEDS) -v
 
-## gsim: the lease-group simulator over SEEDS seeded histories (default 100000; make test plays 250).
+## gsim: the lease-group simulator over SEEDS seeded histories (default 100000; make test plays 400).
 ## A failing seed prints its history's end and replays with: go test ./internal/group -run TestGSim -gsim.seed=N -v
 gsim: kube-bins
 	go test -count=1 -timeout=600m -run 'TestGSim$$' ./internal/group -gsim.seeds=$(SEEDS) -v

@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	gsimSeeds = flag.Int("gsim.seeds", 250, "number of seeded group histories TestGSim plays")
+	gsimSeeds = flag.Int("gsim.seeds", 400, "number of seeded group histories TestGSim plays")
 	gsimFirst = flag.Uint64("gsim.first", 1, "first seed TestGSim plays")
 	gsimSeed  = flag.Uint64("gsim.seed", 0, "play only this seed of TestGSim, and print its whole history")
 )
