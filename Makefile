@@ -76,7 +76,7 @@ REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test unit sim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap image e2e-soak check-no-leftovers
+.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap image e2e-soak check-no-leftovers
 .PHONY: promtool-bin redocly-bin redocly-lint
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
@@ -166,6 +166,11 @@ chart-test: kube-bins helm-bin promtool-bin
 SEEDS ?= 100000
 sim:
 	go test -count=1 -timeout=60m -run TestSimulation ./internal/elect/decide -sim.seeds=$(SEEDS) -v
+
+## gsim: the lease-group simulator over SEEDS seeded histories (default 100000; make test plays 400).
+## A failing seed prints its history's end and replays with: go test ./internal/group -run TestGSim -gsim.seed=N -v
+gsim: kube-bins
+	go test -count=1 -timeout=600m -run 'TestGSim$$' ./internal/group -gsim.seeds=$(SEEDS) -v
 
 ## e2e-soak: every fault scenario of test/e2e SOAK times (default 20) against one real apiserver, then a
 ## summary per scenario: trials, overlaps, token regressions, liveness misses and worst recovery time.

@@ -361,24 +361,34 @@ func (m *membership) publish(now time.Time) {
 }
 
 // watch lists and watches the member Leases until ctx ends, sending what
-// it sees to out; it lists again after any error, with backoff.
+// it sees to out; it lists again after any error, with a backoff that
+// doubles from the request timeout up to maxWatchBackoff, and starts over
+// after a stream that lasted longer than that.
 func (m *membership) watch(ctx context.Context, out chan<- memberEvent) {
 	selector := MemberLabel + "=" + m.group
 	backoff := m.timeout
 	for ctx.Err() == nil {
+		opened := m.clock.Now()
 		err := m.watchOnce(ctx, selector, out)
 		if ctx.Err() != nil {
 			return
 		}
 		m.log.Debug("member watch ended", "err", err)
+		if m.clock.Since(opened) > maxWatchBackoff {
+			backoff = m.timeout // the last stream was healthy for a while
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-m.clock.After(backoff):
 		}
-		backoff = min(2*backoff, 30*time.Second)
+		backoff = min(2*backoff, maxWatchBackoff)
 	}
 }
+
+// maxWatchBackoff caps the delay between attempts to list and watch the
+// member Leases, as elect caps its own.
+const maxWatchBackoff = 30 * time.Second
 
 func (m *membership) watchOnce(ctx context.Context, selector string, out chan<- memberEvent) error {
 	send := func(ev memberEvent) bool {

@@ -158,10 +158,18 @@ type LeaseState struct {
 }
 
 // validHolder is the holder self judges valid at now: itself while
-// leading, another until FreeAt, else nobody.
+// leading or while the record names it, another until FreeAt, else nobody.
+//
+// A record that names self is self's own write, which its election takes
+// back at once (package decide), and every other member judges it held by
+// self until its own FreeAt: so does self. Judging it free instead (an
+// acquire whose watch event arrives before its answer; a term that lapsed
+// while the record still names it) would make self's view of the holders
+// differ from everyone else's, and self could give up a Lease it has just
+// acquired: a move more than the fewest.
 func (s LeaseState) validHolder(self string, now time.Time) string {
 	switch {
-	case s.Leading:
+	case s.Leading, s.Holder == self:
 		return self
 	case s.Holder != "" && s.Holder != self && now.Before(s.FreeAt):
 		return s.Holder

@@ -1,0 +1,332 @@
+package group
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/elect/decide"
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// gchecker judges a group history. At every step, per Lease, the safety
+// contract of a single Lease (package decide's):
+//
+//   - no two terms of one Lease are valid at the same real instant (a term
+//     is valid from the report that starts it until its ValidUntil, read on
+//     its node's clock, or until a report ends it; a crashed node's terms
+//     stay valid until their ValidUntil);
+//   - a term's token is the resourceVersion of its node's own write of that
+//     Lease naming it, and exceeds every earlier term's token of the Lease;
+//   - no term resumes after its validity ran out, no token is reused, and
+//     the tokens a node reports for a Lease never go backwards;
+//   - a release lands only on its releaser's record (gsim.sendLease).
+//
+// In the quiet tail, convergence: within bound() of the last disturbance
+// the group reaches the fair share, that is every live member's view of
+// the membership is exactly the live members, every Lease has a valid term
+// held by a live member, and each member holds ⌊L/M⌋ or ⌈L/M⌉ of them.
+// From then until the end of the history no Lease starts a new term (no
+// move, no flapping) and every converged term stays valid.
+//
+// In a clean scale-up, besides: the Leases change holder exactly as often
+// as the fewest moves a fair share needs from the holders when the new
+// members start (fewestMoves, as plan_test.go counts them).
+type gchecker struct {
+	s   *gsim
+	err error
+
+	terms    [][]*gterm // per Lease, in start order
+	open     map[gslot]*gterm
+	maxToken []fence.Token
+	reported map[gslot]fence.Token
+
+	quietFrom time.Duration // the last disturbance
+	converged time.Duration // when the fair share was reached after quietFrom; -1 while not
+	late      float64       // (converged − quietFrom) / bound, for the log
+
+	// A clean scale-up: the holders when the new members start, and how
+	// many terms each Lease had then.
+	scaled    bool
+	heldAt    []string
+	termsAtUp []int
+}
+
+// gslot is one node's election for one Lease.
+type gslot struct {
+	n *gnode
+	i int
+}
+
+// gterm is one term of one Lease, in real time.
+type gterm struct {
+	n          *gnode
+	token      fence.Token
+	start, end time.Duration
+}
+
+func newGChecker(s *gsim) *gchecker {
+	return &gchecker{
+		s: s, converged: -1,
+		terms: make([][]*gterm, s.p.leases), maxToken: make([]fence.Token, s.p.leases),
+		open: map[gslot]*gterm{}, reported: map[gslot]fence.Token{},
+	}
+}
+
+func (c *gchecker) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("at %.4fs: %s", c.s.now.Seconds(), fmt.Sprintf(format, args...))
+	}
+}
+
+// report judges a report of n's election for Lease i, published now.
+func (c *gchecker) report(n *gnode, i int, r decide.Report) {
+	now, lease, slot := c.s.now, c.s.leases[i], gslot{n, i}
+	if r.Token != 0 {
+		if r.Token < c.reported[slot] {
+			c.fail("%s reported token %d for %s after %d", n.name, r.Token, lease, c.reported[slot])
+		}
+		c.reported[slot] = r.Token
+	}
+	cur := c.open[slot]
+	if !r.Leading || !n.clock.at(now).Before(r.ValidUntil) {
+		if cur != nil {
+			cur.end = min(cur.end, now)
+			delete(c.open, slot)
+		}
+		return
+	}
+	end := n.clock.when(r.ValidUntil)
+	if cur != nil && cur.token == r.Token {
+		if now >= cur.end {
+			c.fail("%s's term %d of %s resumed after its validity ran out", n.name, r.Token, lease)
+		}
+		if end > cur.end {
+			cur.end = end
+			c.overlaps(i, cur)
+		}
+		return
+	}
+	if cur != nil {
+		cur.end = min(cur.end, now)
+	}
+	for _, t := range c.terms[i] {
+		if t.token == r.Token {
+			c.fail("%s reports term %d of %s again (first started by %s at %.4fs)", n.name, r.Token, lease, t.n.name, t.start.Seconds())
+		}
+	}
+	if r.Token <= c.maxToken[i] {
+		c.fail("%s's new term of %s has token %d, not above the earlier %d", n.name, lease, r.Token, c.maxToken[i])
+	}
+	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.name != lease || v.writer != n.name || v.holder != n.name {
+		c.fail("%s's token %d for %s is not the resourceVersion of its own acquiring write of it (%+v)", n.name, r.Token, lease, v)
+	}
+	if c.converged >= 0 {
+		prev := "nobody"
+		if h := c.holderAt(i, now); h != nil {
+			prev = h.n.name
+		}
+		c.fail("%s moved from %s to %s (new term %d) after the group reached its fair share at %.4fs, with nothing disturbing it since %.4fs",
+			lease, prev, n.name, r.Token, c.converged.Seconds(), c.quietFrom.Seconds())
+	}
+	t := &gterm{n: n, token: r.Token, start: now, end: end}
+	c.terms[i] = append(c.terms[i], t)
+	c.open[slot] = t
+	c.maxToken[i] = r.Token
+	c.overlaps(i, t)
+}
+
+// overlaps fails if t is valid at an instant another term of Lease i is.
+func (c *gchecker) overlaps(i int, t *gterm) {
+	for _, u := range c.terms[i] {
+		if u != t && u.start < t.end && t.start < u.end {
+			c.fail("two valid leaders of %s: %s (token %d, valid %.4fs–%.4fs) and %s (token %d, valid %.4fs–%.4fs)",
+				c.s.leases[i], u.n.name, u.token, u.start.Seconds(), u.end.Seconds(), t.n.name, t.token, t.start.Seconds(), t.end.Seconds())
+		}
+	}
+}
+
+// crashed keeps the crashed node's terms as they are: valid to their end.
+func (c *gchecker) crashed(n *gnode) {
+	for i := range c.s.leases {
+		delete(c.open, gslot{n, i})
+	}
+	c.disturbed(c.s.now)
+}
+
+// disturbed notes that something disturbs the group until the real time
+// until: convergence is judged from then on.
+func (c *gchecker) disturbed(until time.Duration) {
+	if until > c.quietFrom {
+		c.quietFrom = until
+		c.converged = -1
+	}
+}
+
+// bound is how long after the last disturbance the group must have
+// reached its fair share: the three waits that can follow one another,
+// each on a clock that may run slow (a local duration d lasts up to
+// d/(1−drift) in real time), plus network crossings.
+//
+//   - The membership: a crashed member's record drops out of every view a
+//     lease duration (its TTL) after its last renewal was observed; a new
+//     member's record is created at once, or one request timeout later if
+//     the first attempt failed before the tail: leaseDuration + timeout.
+//   - The settle time (2 × retryPeriod) after the last member joined, before
+//     a member gives Leases up.
+//   - Each Lease's own election, as package decide's liveness bound has it:
+//     a crashed holder's claim (or a placeholder, or an unsigned empty
+//     record) is waited out once, twice if a write of the crashed holder
+//     lands late, plus polls, backoff, watch reconnects and timeouts:
+//     2 × leaseDuration + 8 × retryPeriod + 4 × timeout. A move (the holder's
+//     release: a read and a write; the taker's acquire on the watch event)
+//     is a few round trips within that slack.
+//
+// The network crossings: 40 typical latencies (one crossing in the tail is
+// at most 2.5 of them).
+func (c *gchecker) bound() time.Duration {
+	p, cfg := c.s.p, c.s.cfg
+	timeout := cfg.requestTimeout()
+	local := 3*p.timing.LeaseDuration + cfg.settleTime() + 8*p.timing.RetryPeriod + 5*timeout
+	return time.Duration(float64(local)/(1-p.drift)) + 40*p.latency
+}
+
+// tail notes convergence, after each event of the quiet tail.
+func (c *gchecker) tail() {
+	if c.converged < 0 && c.s.now >= c.quietFrom && c.err == nil && c.unfair() == "" {
+		c.converged = c.s.now
+		c.late = max(c.late, float64(c.s.now-c.quietFrom)/float64(c.bound()))
+		c.s.tracef("the group is at its fair share: %s", c.shares())
+	}
+}
+
+// judge fails unless the group has converged by now, the bound after the
+// last disturbance.
+func (c *gchecker) judge() {
+	if c.converged < 0 {
+		c.fail("no fair share %v after the last disturbance at %.4fs: %s (shares: %s)",
+			c.bound(), c.quietFrom.Seconds(), c.unfair(), c.shares())
+	}
+}
+
+// members are the nodes that are, in truth, live members: running, not
+// stopping, fit; by name.
+func (c *gchecker) members() []*gnode {
+	var ms []*gnode
+	for _, n := range c.s.nodes {
+		if n.alive && !n.stopping && n.fit {
+			ms = append(ms, n)
+		}
+	}
+	return ms
+}
+
+// unfair says why the group is not at its fair share now, "" when it is.
+func (c *gchecker) unfair() string {
+	members := c.members()
+	if len(members) == 0 {
+		return "no live member"
+	}
+	names := make([]string, len(members))
+	for i, n := range members {
+		names[i] = n.name
+	}
+	slices.Sort(names)
+	for _, n := range members {
+		if v := n.mem.m.load(); v == nil || !slices.Equal(v.Identities, names) {
+			return fmt.Sprintf("%s's view of the members is %v, not %v", n.name, v, names)
+		}
+	}
+	count := map[string]int{}
+	for i, lease := range c.s.leases {
+		t := c.holderAt(i, c.s.now)
+		switch {
+		case t == nil:
+			return lease + " has no valid holder"
+		case !slices.Contains(names, t.n.name):
+			return fmt.Sprintf("%s is held by %s, not a live member", lease, t.n.name)
+		}
+		count[t.n.name]++
+	}
+	l, m := len(c.s.leases), len(names)
+	for _, name := range names {
+		if k := count[name]; k != l/m && k != (l+m-1)/m {
+			return fmt.Sprintf("%s holds %d Leases, not %d or %d", name, k, l/m, (l+m-1)/m)
+		}
+	}
+	return ""
+}
+
+// holderAt is the term of Lease i valid at t, nil when none is.
+func (c *gchecker) holderAt(i int, t time.Duration) *gterm {
+	for _, u := range slices.Backward(c.terms[i]) {
+		if u.start <= t && t < u.end {
+			return u
+		}
+	}
+	return nil
+}
+
+// shares describes who holds what now.
+func (c *gchecker) shares() string {
+	var b strings.Builder
+	for i, lease := range c.s.leases {
+		h := "-"
+		if t := c.holderAt(i, c.s.now); t != nil {
+			h = t.n.name
+		}
+		fmt.Fprintf(&b, "%s:%s ", strings.TrimPrefix(lease, "orders-"), h)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// scaleUp notes the holders as the new members of a clean scale-up start;
+// the one node must hold every Lease by then.
+func (c *gchecker) scaleUp() {
+	c.scaled = true
+	for i, lease := range c.s.leases {
+		t := c.holderAt(i, c.s.now)
+		if t == nil || t.n != c.s.nodes[0] {
+			c.fail("scale-up: %s is not held by %s before the others join (shares: %s)", lease, c.s.nodes[0].name, c.shares())
+			return
+		}
+		c.heldAt = append(c.heldAt, t.n.name)
+		c.termsAtUp = append(c.termsAtUp, len(c.terms[i]))
+	}
+}
+
+// finish judges the end of the history: every converged term is still
+// valid (no Lease went unheld), and a clean scale-up moved the fewest
+// Leases.
+func (c *gchecker) finish() {
+	end := c.s.end
+	for i, lease := range c.s.leases {
+		if t := c.holderAt(i, c.converged); t != nil && t.end < end {
+			c.fail("%s's holder %s let its term end at %.4fs, after the group reached its fair share at %.4fs", lease, t.n.name, t.end.Seconds(), c.converged.Seconds())
+		}
+	}
+	if !c.scaled || c.err != nil {
+		return
+	}
+	var names []string
+	for _, n := range c.members() {
+		names = append(names, n.name)
+	}
+	changes, path := 0, make([]string, len(c.s.leases))
+	for i := range c.s.leases {
+		prev := c.heldAt[i]
+		path[i] = prev
+		for _, t := range c.terms[i][c.termsAtUp[i]:] {
+			if t.n.name != prev {
+				changes++
+				prev = t.n.name
+				path[i] += "→" + prev
+			}
+		}
+	}
+	if least := fewestMoves(names, c.heldAt); changes != least {
+		c.fail("scale-up from 1 to %d members with %d Leases: %d holder changes, the fewest possible is %d (holders: %s)",
+			len(names), len(c.s.leases), changes, least, strings.Join(path, " "))
+	}
+}

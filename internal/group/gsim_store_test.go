@@ -1,0 +1,153 @@
+package group
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// gstore models the apiserver and etcd for every Lease of one namespace
+// that a lease group touches: the group's Leases and its members' Leases.
+// It keeps what the elections and the membership rely on: one global
+// revision for all objects (a write to any object, or to an object outside
+// the model, moves it), resourceVersion and UID preconditions, Leases'
+// create-on-update (refused when the body carries a UID: the UID's
+// precondition), AlreadyExists, NotFound, Delete with a UID precondition,
+// a list by label with the list's resourceVersion, the Lease's validation,
+// and commits handed to the watches in commit order. Every committed
+// version is kept, with its object and writer, for the checker.
+type gstore struct {
+	rev      int64
+	objects  map[string]*coordinationv1.Lease
+	versions map[int64]gversion
+	// committed is told of every commit, in commit order: the object as
+	// committed, or nil and the last object for a deletion.
+	committed func(name, rv string, l, gone *coordinationv1.Lease)
+}
+
+// gversion is one committed write.
+type gversion struct {
+	name, writer, holder string
+}
+
+var gsimLeases = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+
+func newGStore() *gstore {
+	return &gstore{rev: 1000, objects: map[string]*coordinationv1.Lease{}, versions: map[int64]gversion{}}
+}
+
+func (st *gstore) get(name string) (*coordinationv1.Lease, error) {
+	if l := st.objects[name]; l != nil {
+		return l, nil
+	}
+	return nil, apierrors.NewNotFound(gsimLeases, name)
+}
+
+func (st *gstore) create(writer string, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	if st.objects[l.Name] != nil {
+		return nil, apierrors.NewAlreadyExists(gsimLeases, l.Name)
+	}
+	if err := gsimValidate(l); err != nil {
+		return nil, err
+	}
+	l.UID = types.UID("uid-" + strconv.FormatInt(st.rev+1, 10))
+	return st.put(writer, l), nil
+}
+
+// update is a PUT of l.Name; the objects handed out are shared and never
+// changed, and the bodies written are taken (their writers build them
+// afresh).
+func (st *gstore) update(writer string, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	cur := st.objects[l.Name]
+	if cur == nil {
+		if l.UID != "" {
+			return nil, apierrors.NewConflict(gsimLeases, l.Name, errors.New("Precondition failed: UID in precondition: "+string(l.UID)))
+		}
+		return st.create(writer, l)
+	}
+	if l.UID != "" && l.UID != cur.UID {
+		return nil, apierrors.NewConflict(gsimLeases, l.Name, errors.New("Precondition failed: UID in precondition: "+string(l.UID)))
+	}
+	if l.ResourceVersion != cur.ResourceVersion {
+		return nil, apierrors.NewConflict(gsimLeases, l.Name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	if err := gsimValidate(l); err != nil {
+		return nil, err
+	}
+	l.UID = cur.UID
+	return st.put(writer, l), nil
+}
+
+// remove deletes name, as writer, if it exists and (uid not empty) has
+// that UID.
+func (st *gstore) remove(writer, name string, uid types.UID) error {
+	cur := st.objects[name]
+	switch {
+	case cur == nil:
+		return apierrors.NewNotFound(gsimLeases, name)
+	case uid != "" && uid != cur.UID:
+		return apierrors.NewConflict(gsimLeases, name, errors.New("Precondition failed: UID in precondition: "+string(uid)))
+	}
+	st.rev++
+	delete(st.objects, name)
+	rv := strconv.FormatInt(st.rev, 10)
+	st.versions[st.rev] = gversion{name: name, writer: writer}
+	st.committed(name, rv, nil, cur)
+	return nil
+}
+
+// edit changes an existing Lease by hand, without a precondition.
+func (st *gstore) edit(name string, change func(*coordinationv1.Lease)) bool {
+	cur := st.objects[name]
+	if cur == nil {
+		return false
+	}
+	l := cur.DeepCopy()
+	change(l)
+	st.put("admin", l)
+	return true
+}
+
+// list returns the Leases labelled key=value, by name, and the list's
+// resourceVersion.
+func (st *gstore) list(key, value string) ([]coordinationv1.Lease, string) {
+	var items []coordinationv1.Lease
+	for _, name := range slices.Sorted(maps.Keys(st.objects)) {
+		if l := st.objects[name]; l.Labels[key] == value {
+			items = append(items, *l)
+		}
+	}
+	return items, strconv.FormatInt(st.rev, 10)
+}
+
+func (st *gstore) put(writer string, l *coordinationv1.Lease) *coordinationv1.Lease {
+	st.rev++
+	l.ResourceVersion = strconv.FormatInt(st.rev, 10)
+	l.Namespace = "ns"
+	st.objects[l.Name] = l
+	st.versions[st.rev] = gversion{name: l.Name, writer: writer, holder: gsimHolder(l)}
+	st.committed(l.Name, l.ResourceVersion, l, nil)
+	return l
+}
+
+// gsimValidate is the apiserver's validation of a Lease spec.
+func gsimValidate(l *coordinationv1.Lease) error {
+	d, t := l.Spec.LeaseDurationSeconds, l.Spec.LeaseTransitions
+	if (d != nil && *d <= 0) || (t != nil && *t < 0) {
+		return apierrors.NewInvalid(schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, l.Name, nil)
+	}
+	return nil
+}
+
+func gsimHolder(l *coordinationv1.Lease) string {
+	if l == nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}

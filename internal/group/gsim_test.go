@@ -1,0 +1,1145 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/elect/decide"
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// gsim is a deterministic simulation of a lease group: several sidecar
+// processes (nodes), each running, as group.Run does, the real decision
+// core (decide.Machine) for every Lease of the group, a model of
+// members.go's membership (its I/O; the record keeping, publish and
+// nextWake are members.go's own code), and loop.go's plan (the real
+// Balanced, one SetCandidate in flight per Lease), against the in-memory
+// gstore. One seed is one history and replays exactly.
+//
+// A seed draws either a faulty history or a clean scale-up. A faulty
+// history has 2–6 nodes started at different times and, for a while,
+// faults as package decide's simulator injects them: latency with a long
+// tail, lost requests and lost answers, partitions that heal (every watch
+// of the node breaks), pauses, crashes and graceful stops (most followed by
+// a new process under a new identity; some not: a scale-down), scale-ups,
+// health-gated candidacy leaving and rejoining the membership, watch
+// streams closed by the server (a Lease's, or the member watch), clock
+// offsets and rates within fence.MaxClockDrift, other objects' writes
+// moving the global revision, and hand edits (a Lease deleted, emptied,
+// given to a stranger, its duration shortened, an annotation; a member
+// Lease deleted). A quiet, healthy tail follows. A clean scale-up starts
+// one node, lets it take every Lease, then starts k more within a quarter
+// of the settle time, on a healthy network. The checker (gchecker) judges
+// every step.
+type gsim struct {
+	seed   uint64
+	rng    *rand.Rand
+	p      gparams
+	cfg    Config // the group's settings: its timings are p.timing
+	base   time.Time
+	now    time.Duration // real time since base
+	seq    uint64
+	events []gevent // pending: a heap (at, next)
+
+	store   *gstore
+	leases  []string
+	index   map[string]int // a group Lease's position in leases
+	nodes   []*gnode
+	started int
+	edits   int
+
+	end     time.Duration // the history ends here (set once the tail is judged)
+	check   *gchecker
+	steps   int
+	tracing bool
+	trace   []string
+}
+
+// gsimMaxSteps bounds one history's Machine steps: more means a spin.
+const gsimMaxSteps = 3_000_000
+
+// gsimGroup is the simulated group's name.
+const gsimGroup = "g"
+
+// gparams are one history's settings, drawn from its seed.
+type gparams struct {
+	timing     decide.Config
+	leases     int
+	nodes      int           // nodes started at first
+	faults     time.Duration // faults happen before this; then the quiet tail
+	latency    time.Duration // typical one-way latency
+	loss       float64       // chance that a request or an answer is lost
+	drift      float64       // clock rates lie in [1-drift, 1+drift]
+	faultEvery time.Duration // mean interval between faults
+
+	handEdits, pauses, crashes, splits bool
+
+	joiners int           // a clean scale-up: this many nodes join at joinAt; no faults
+	joinAt  time.Duration // when they start joining
+}
+
+// gsimTimings are the timings histories draw from, as package decide's
+// simulator does: client-go's defaults down to 1s/500ms/300ms.
+var gsimTimings = [][3]time.Duration{
+	{15 * time.Second, 10 * time.Second, 2 * time.Second},
+	{5 * time.Second, 3 * time.Second, time.Second},
+	{3 * time.Second, 2 * time.Second, 500 * time.Millisecond},
+	{time.Second, 500 * time.Millisecond, 300 * time.Millisecond},
+	{10 * time.Second, 8 * time.Second, 1500 * time.Millisecond},
+}
+
+// gnode is one sidecar process of the group.
+type gnode struct {
+	name  string
+	clock gclock
+	alive bool // running (a crash, or the end of a graceful stop, ends it)
+	// stopping: told to stop (SIGTERM): the loop has returned, the
+	// membership leaves, then every election stops.
+	stopping bool
+	fit      bool // a member, as health-gated candidacy says (Group.SetCandidate)
+
+	pausedUntil time.Duration
+	inbox       []func() // what reached it while paused, in order
+	cutOffUntil time.Duration
+
+	els []*gelection
+	mem *gmember
+
+	// loop.go's state.
+	requested, inflight []bool
+	loopDue             bool   // notified: a turn of the loop is queued
+	loopGen             uint64 // the loop's timer
+	calls               uint64
+}
+
+// gelection is one Lease's election on a node: the Machine and what its
+// driver (package elect) keeps.
+type gelection struct {
+	i       int
+	m       *decide.Machine
+	report  decide.Report
+	wakeGen uint64
+	wakeAt  time.Duration
+	watch   gstream
+	call    uint64 // the loop's SetCandidate under way, 0 when none
+	stopped bool
+}
+
+// gstream is one list+watch: events of an older generation are dropped,
+// and a stream delivers in commit order.
+type gstream struct {
+	gen     uint64
+	open    bool
+	last    time.Duration // delivery time of its latest event
+	opened  time.Duration // when its current attempt began
+	backoff time.Duration // before the next attempt after a failure
+}
+
+// gmember models members.go's run loop around the real record keeping.
+type gmember struct {
+	m      *membership
+	busy   bool          // the run loop is blocked in a request
+	cancel func()        // cancels an upkeep under way (its context ends)
+	events []memberEvent // delivered by the watch while busy
+	woken  bool          // a wake arrived while busy
+	timer  uint64
+	watch  gstream
+	done   bool // run has returned (the member Lease deleted, or given up)
+}
+
+// gclock is a node's clock: it reads base+offset at real time 0 and runs
+// at rate local seconds per real second.
+type gclock struct {
+	base   time.Time
+	offset time.Duration
+	rate   float64
+}
+
+func (c gclock) at(t time.Duration) time.Time {
+	return c.base.Add(c.offset + time.Duration(float64(t)*c.rate))
+}
+
+// when is the first real time at which the clock reads l or later.
+func (c gclock) when(l time.Time) time.Duration {
+	t := time.Duration(float64(l.Sub(c.base)-c.offset) / c.rate)
+	for c.at(t).Before(l) {
+		t++
+	}
+	for !c.at(t - 1).Before(l) {
+		t--
+	}
+	return t
+}
+
+type gevent struct {
+	at  time.Duration
+	seq uint64
+	do  func()
+}
+
+func newGSim(seed uint64) *gsim {
+	rng := rand.New(rand.NewPCG(seed, 0x6a5e))
+	t := gsimTimings[rng.IntN(len(gsimTimings))]
+	p := gparams{
+		timing: decide.Config{
+			Namespace: "ns", LeaseDuration: t[0], RenewDeadline: t[1], RetryPeriod: t[2],
+			ReleaseOnStop: rng.IntN(4) != 0, StartWithdrawn: true,
+		},
+		leases:  1 + rng.IntN(12),
+		latency: time.Duration(1+rng.IntN(20)) * time.Millisecond,
+		drift:   0.9 * fence.MaxClockDrift(t[0], t[1]) * rng.Float64(),
+	}
+	if rng.IntN(5) == 0 {
+		p.cleanScaleUp(1 + rng.IntN(5))
+	} else {
+		p.nodes = 2 + rng.IntN(5)
+		p.faults = time.Duration(6+rng.IntN(8)) * p.timing.LeaseDuration
+		p.loss = []float64{0, 0.01, 0.05, 0.2}[rng.IntN(4)]
+		p.faultEvery = time.Duration(float64(p.timing.LeaseDuration) * (0.2 + 2*rng.Float64()))
+		p.handEdits, p.pauses, p.crashes, p.splits = rng.IntN(3) != 0, rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(3) != 0
+	}
+	return buildGSim(seed, rng, p)
+}
+
+// cleanScaleUp makes p a clean scale-up: one node, then joiners more.
+func (p *gparams) cleanScaleUp(joiners int) {
+	p.nodes, p.joiners = 1, joiners
+	p.joinAt = 3*p.timing.LeaseDuration + 4*max(p.timing.RetryPeriod, time.Second)
+	p.faults = p.joinAt + p.timing.RetryPeriod
+}
+
+func buildGSim(seed uint64, rng *rand.Rand, p gparams) *gsim {
+	s := &gsim{
+		seed: seed, rng: rng, p: p,
+		cfg:   Config{Name: gsimGroup, Election: p.timing, Candidate: true, Balance: true},
+		base:  time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+		store: newGStore(), index: map[string]int{},
+		end: math.MaxInt64,
+	}
+	s.store.committed = s.committed
+	for i := range p.leases {
+		s.leases = append(s.leases, fmt.Sprintf("orders-%d", i))
+		s.index[s.leases[i]] = i
+	}
+	s.check = newGChecker(s)
+	// The network is healthy from p.faults on, but a request sent before
+	// may still land late or time out (and a renewal that times out then
+	// may end its term): up to two timeouts and a few crossings later.
+	s.check.disturbed(p.faults + time.Duration(float64(2*s.cfg.requestTimeout())/(1-p.drift)) + 20*p.latency)
+	if p.joiners == 0 {
+		for _, name := range s.leases {
+			if rng.IntN(3) == 0 { // left behind by someone long gone
+				s.store.create("admin", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: coordinationv1.LeaseSpec{
+					HolderIdentity: new("gone"), LeaseDurationSeconds: new(int32(p.timing.LeaseDuration / time.Second)),
+				}})
+			}
+		}
+	}
+	return s
+}
+
+// run plays the history and returns the checker's first violation.
+func (s *gsim) run() error {
+	if s.p.joiners > 0 {
+		s.start(0)
+		s.at(s.p.joinAt, func() {
+			s.check.scaleUp()
+			for range s.p.joiners {
+				s.start(s.now + time.Duration(s.rng.Int64N(int64(s.cfg.settleTime()/4))))
+			}
+		})
+	} else {
+		for range s.p.nodes {
+			s.start(time.Duration(s.rng.Int64N(int64(s.p.timing.LeaseDuration))))
+		}
+		for t := s.nextFault(0); t < s.p.faults; t = s.nextFault(t) {
+			s.at(t, s.fault)
+		}
+	}
+	s.at(s.p.faults, s.judge)
+	for len(s.events) > 0 && s.check.err == nil {
+		if s.events[0].at > s.end {
+			break
+		}
+		e := s.next()
+		s.now = e.at
+		e.do()
+		s.check.tail()
+		if s.steps > gsimMaxSteps {
+			s.check.fail("more than %d steps: something spins", gsimMaxSteps)
+		}
+	}
+	if s.check.err == nil {
+		s.check.finish()
+	}
+	return s.check.err
+}
+
+// judge judges convergence once the quiet tail has lasted the bound (a
+// disturbance late in the history, such as a restart, moves that), and
+// then lets the history run a while longer, to see that nothing moves.
+func (s *gsim) judge() {
+	if due := s.check.quietFrom + s.check.bound(); s.now < due {
+		s.at(due, s.judge)
+		return
+	}
+	s.check.judge()
+	s.end = s.now + 3*s.p.timing.LeaseDuration
+}
+
+func (s *gsim) nextFault(after time.Duration) time.Duration {
+	return after + time.Duration(s.rng.ExpFloat64()*float64(s.p.faultEvery))
+}
+
+// at schedules do at real time t, not before now; events due at the same
+// time run in the order they were scheduled. The queue is a binary
+// min-heap on (at, seq).
+func (s *gsim) at(t time.Duration, do func()) {
+	s.seq++
+	q := append(s.events, gevent{at: max(t, s.now), seq: s.seq, do: do})
+	for i := len(q) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !q[i].before(q[up]) {
+			break
+		}
+		q[i], q[up] = q[up], q[i]
+		i = up
+	}
+	s.events = q
+}
+
+// next takes the earliest event off the queue.
+func (s *gsim) next() gevent {
+	q := s.events
+	first := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q[last] = gevent{}
+	q = q[:last]
+	for i := 0; ; {
+		small, l, r := i, 2*i+1, 2*i+2
+		if l < len(q) && q[l].before(q[small]) {
+			small = l
+		}
+		if r < len(q) && q[r].before(q[small]) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		q[i], q[small] = q[small], q[i]
+		i = small
+	}
+	s.events = q
+	return first
+}
+
+func (e gevent) before(f gevent) bool { return e.at < f.at || (e.at == f.at && e.seq < f.seq) }
+
+func (s *gsim) tracef(format string, args ...any) {
+	if s.tracing {
+		s.trace = append(s.trace, fmt.Sprintf("%10.4fs ", s.now.Seconds())+fmt.Sprintf(format, args...))
+	}
+}
+
+// in runs f on node n: now, or, while n is paused, once the pause ends,
+// after whatever reached n before it. Nothing runs on a dead node.
+func (s *gsim) in(n *gnode, f func()) {
+	switch {
+	case !n.alive:
+	case len(n.inbox) > 0:
+		n.inbox = append(n.inbox, f)
+	case s.now < n.pausedUntil:
+		n.inbox = []func(){f}
+		s.at(n.pausedUntil, func() { s.unpause(n) })
+	default:
+		f()
+	}
+}
+
+// unpause runs what reached n during its pause, in order, once the pause
+// (which may have been extended meanwhile) is over.
+func (s *gsim) unpause(n *gnode) {
+	if s.now < n.pausedUntil {
+		s.at(n.pausedUntil, func() { s.unpause(n) })
+		return
+	}
+	for n.alive && len(n.inbox) > 0 {
+		f := n.inbox[0]
+		n.inbox = n.inbox[1:]
+		f()
+	}
+	n.inbox = nil
+}
+
+// start starts a new process (a new identity) at real time t.
+func (s *gsim) start(t time.Duration) {
+	s.check.disturbed(t)
+	s.at(t, func() {
+		s.started++
+		timeout := s.cfg.requestTimeout()
+		n := &gnode{
+			name: fmt.Sprintf("m%d", s.started), alive: true, fit: true,
+			clock: gclock{
+				base:   s.base,
+				offset: time.Duration(s.rng.Int64N(int64(time.Hour))) - 30*time.Minute,
+				rate:   1 + s.p.drift*(2*s.rng.Float64()-1),
+			},
+			requested: make([]bool, len(s.leases)), inflight: make([]bool, len(s.leases)),
+		}
+		for i, lease := range s.leases {
+			cfg := s.p.timing
+			cfg.Name, cfg.Identity = lease, n.name
+			m, err := decide.New(cfg, s.seed<<16+uint64(s.started)<<10+uint64(i))
+			if err != nil {
+				panic(err)
+			}
+			n.els = append(n.els, &gelection{i: i, m: m, watch: gstream{backoff: s.p.timing.RetryPeriod}})
+		}
+		n.mem = &gmember{
+			m: &membership{
+				group: gsimGroup, identity: n.name, name: MemberLeaseName(gsimGroup, n.name),
+				ttl: s.p.timing.LeaseDuration, timeout: timeout, log: slog.New(slog.DiscardHandler),
+				records: map[string]memberRecord{}, declines: &declines{},
+			},
+			watch: gstream{backoff: timeout},
+		}
+		s.nodes = append(s.nodes, n)
+		s.tracef("%s starts (clock rate %.4f)", n.name, n.clock.rate)
+		for _, e := range n.els {
+			s.step(n, e, decide.Start{})
+			s.openLeaseWatch(n, e)
+		}
+		s.openMemberWatch(n)
+		s.memberTurn(n)
+	})
+}
+
+// step feeds one input to a Machine and carries out its output, as
+// package elect's driver does.
+func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
+	if e.stopped {
+		return
+	}
+	now := n.clock.at(s.now)
+	out := e.m.Step(now, input)
+	s.steps++
+	if s.tracing {
+		s.tracef("%s/%d ← %s → %s", n.name, e.i, gsimInput(input), gsimOutput(out))
+	}
+	if out.Fatal != nil {
+		s.check.fail("%s/%s: fatal: %v", n.name, s.leases[e.i], out.Fatal)
+		return
+	}
+	before := e.report
+	e.report = out.Report
+	s.check.report(n, e.i, out.Report)
+	for _, r := range out.Replies {
+		if r.ID == e.call && r.ID != 0 {
+			e.call = 0
+			s.at(s.now+s.goroutine(), func() {
+				s.in(n, func() {
+					n.inflight[e.i] = false
+					s.notify(n)
+				})
+			})
+		}
+	}
+	if out.Request != nil {
+		s.sendLease(n, e, *out.Request)
+	}
+	if out.AwaitHolds != 0 { // no runner holds a group's terms here
+		s.at(s.now, func() { s.in(n, func() { s.step(n, e, decide.HoldsCleared{}) }) })
+	}
+	if out.Stopped {
+		e.stopped = true
+		s.tracef("%s/%d stopped", n.name, e.i)
+		if !slices.ContainsFunc(n.els, func(e *gelection) bool { return !e.stopped }) {
+			n.alive = false
+			s.tracef("%s exits", n.name)
+		}
+		return
+	}
+	if wakeAt := n.clock.when(out.Wake); wakeAt != e.wakeAt || wakeAt <= s.now {
+		e.wakeGen++
+		gen := e.wakeGen
+		e.wakeAt = wakeAt
+		s.at(wakeAt, func() {
+			if e.wakeGen == gen {
+				s.in(n, func() { s.step(n, e, decide.Tick{}) })
+			}
+		})
+	}
+	if r := out.Report; r.Observed != before.Observed || r.Leading != before.Leading || r.Holder != before.Holder || !r.FreeAt.Equal(before.FreeAt) {
+		s.notify(n)
+	}
+}
+
+// goroutine is how long a hand-off between goroutines of one process
+// takes: a channel send, a wake-up.
+func (s *gsim) goroutine() time.Duration {
+	return time.Duration(s.rng.Int64N(int64(2 * time.Millisecond)))
+}
+
+// request carries one request of n across the network: do runs at the
+// store when the request lands, answer runs on n with its result, or with
+// a timeout once n's clock reads deadline, whichever comes first. Either
+// may be lost; a request may land after its sender gave up. The returned
+// func abandons the request (its context is cancelled): no answer comes.
+func (s *gsim) request(n *gnode, deadline time.Time, do func() (*coordinationv1.Lease, error), answer func(*coordinationv1.Lease, error)) (cancel func()) {
+	done := false
+	s.at(n.clock.when(deadline), func() {
+		if !done {
+			done = true
+			s.in(n, func() { answer(nil, context.DeadlineExceeded) })
+		}
+	})
+	if s.lost(n) {
+		return func() { done = true }
+	}
+	s.at(s.now+s.latency(), func() {
+		l, err := do()
+		if s.lost(n) {
+			return
+		}
+		s.at(s.now+s.latency(), func() {
+			if !done && !s.lost(n) {
+				done = true
+				s.in(n, func() { answer(l, err) })
+			}
+		})
+	})
+	return func() { done = true }
+}
+
+// lost reports whether a message to or from n is lost now; nothing is in
+// the quiet tail.
+func (s *gsim) lost(n *gnode) bool {
+	return s.now < n.cutOffUntil || (s.now < s.p.faults && s.p.loss > 0 && s.rng.Float64() < s.p.loss)
+}
+
+// latency is one crossing of the network: mostly near the typical
+// latency, now and then longer than a request's timeout while faults
+// happen; at most 2.5 times the typical latency in the quiet tail and in
+// a clean scale-up.
+func (s *gsim) latency() time.Duration {
+	x := s.rng.ExpFloat64()
+	if s.now >= s.p.faults || s.p.joiners > 0 {
+		x = min(x, 2)
+	} else if s.rng.IntN(100) == 0 {
+		return time.Duration(float64(s.p.latency)*(0.5+x)) + time.Duration(s.rng.Int64N(int64(2*s.cfg.requestTimeout())))
+	}
+	return time.Duration(float64(s.p.latency) * (0.5 + x))
+}
+
+// sendLease sends an election's request, with the driver's timeout.
+func (s *gsim) sendLease(n *gnode, e *gelection, req decide.Request) {
+	name := s.leases[e.i]
+	do := func() (*coordinationv1.Lease, error) {
+		var l *coordinationv1.Lease
+		var err error
+		switch req.Verb {
+		case decide.Get:
+			l, err = s.store.get(name)
+		case decide.Create:
+			req.Lease.Name = name
+			l, err = s.store.create(n.name, req.Lease)
+		case decide.Update:
+			req.Lease.Name = name
+			prev := gsimHolder(s.store.objects[name])
+			if l, err = s.store.update(n.name, req.Lease); err == nil && req.Purpose == decide.ReleaseSend && prev != n.name {
+				s.check.fail("%s's release of %s landed on a record held by %q", n.name, name, prev)
+			}
+		}
+		if err == nil && req.Verb != decide.Get {
+			s.tracef("%s's %s of %s landed at %s", n.name, req.Purpose, name, l.ResourceVersion)
+		}
+		return l, err
+	}
+	s.request(n, n.clock.at(s.now).Add(s.cfg.requestTimeout()), do, func(l *coordinationv1.Lease, err error) {
+		s.step(n, e, decide.Result{Lease: l, Err: err})
+	})
+}
+
+// committed hands a commit to the watches that see it: the one Lease's
+// watches of each node, or the member watches.
+func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
+	if i, ok := s.index[name]; ok {
+		for _, n := range s.nodes {
+			if e := n.els[i]; n.alive && e.watch.open && s.now >= n.cutOffUntil {
+				s.push(n, &e.watch, func() { s.step(n, e, decide.Observed{Lease: l, ResourceVersion: rv}) })
+			}
+		}
+		return
+	}
+	if obj := cmpOr(l, gone); obj == nil || obj.Labels[MemberLabel] != gsimGroup {
+		return
+	}
+	ev := memberEvent{lease: l}
+	if l == nil {
+		ev = memberEvent{deleted: name}
+	}
+	for _, n := range s.nodes {
+		if n.alive && n.mem.watch.open && s.now >= n.cutOffUntil {
+			s.push(n, &n.mem.watch, func() { s.memberEvent(n, ev) })
+		}
+	}
+}
+
+func cmpOr(a, b *coordinationv1.Lease) *coordinationv1.Lease {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// push delivers f over a watch stream, after the latency, in order. A
+// cut-off stream misses the event; it breaks when the cut heals.
+func (s *gsim) push(n *gnode, st *gstream, f func()) {
+	gen := st.gen
+	st.last = max(st.last, s.now+s.latency())
+	s.at(st.last, func() {
+		if st.gen == gen && st.open {
+			s.in(n, f)
+		}
+	})
+}
+
+// openLeaseWatch lists the Lease, then watches it (package elect's
+// watchLease), unless n is cut off: then the list times out and the watch
+// backs off.
+func (s *gsim) openLeaseWatch(n *gnode, e *gelection) {
+	st := &e.watch
+	st.gen++
+	gen := st.gen
+	st.open, st.opened = false, s.now
+	s.at(s.now+2*s.latency(), func() {
+		if !n.alive || st.gen != gen || e.stopped {
+			return
+		}
+		if s.now < n.cutOffUntil {
+			s.at(n.clock.when(n.clock.at(s.now).Add(s.cfg.requestTimeout())), func() {
+				if st.gen == gen {
+					st.open = true // so that it can break
+					s.breakLeaseWatch(n, e, "list: timeout")
+				}
+			})
+			return
+		}
+		l := s.store.objects[s.leases[e.i]]
+		rv := fmt.Sprint(s.store.rev)
+		if l != nil {
+			rv = l.ResourceVersion
+		}
+		st.open, st.last = true, s.now
+		s.in(n, func() { s.step(n, e, decide.Observed{Lease: l, ResourceVersion: rv}) })
+		s.in(n, func() { s.step(n, e, decide.WatchUp{}) })
+	})
+}
+
+// breakLeaseWatch ends a Lease's watch: WatchDown, then a new attempt
+// after elect's backoff (doubling up to 30s, back to retryPeriod after a
+// stream that lasted 30s).
+func (s *gsim) breakLeaseWatch(n *gnode, e *gelection, why string) {
+	st := &e.watch
+	if !st.open {
+		return
+	}
+	st.open = false
+	st.gen++
+	gen := st.gen
+	s.tracef("%s/%d's watch breaks: %s", n.name, e.i, why)
+	s.in(n, func() { s.step(n, e, decide.WatchDown{Err: errors.New(why)}) })
+	if s.now-st.opened > 30*time.Second {
+		st.backoff = s.p.timing.RetryPeriod
+	}
+	wait := st.backoff
+	st.backoff = min(2*st.backoff, 30*time.Second)
+	s.at(n.clock.when(n.clock.at(s.now).Add(wait)), func() {
+		if st.gen == gen {
+			s.openLeaseWatch(n, e)
+		}
+	})
+}
+
+// openMemberWatch lists the member Leases, then watches them (members.go's
+// watch), unless n is cut off: then the list times out and the watch backs
+// off.
+func (s *gsim) openMemberWatch(n *gnode) {
+	st := &n.mem.watch
+	st.gen++
+	gen := st.gen
+	st.open = false
+	s.at(s.now+2*s.latency(), func() {
+		if !n.alive || st.gen != gen || n.mem.done {
+			return
+		}
+		if s.now < n.cutOffUntil {
+			s.at(n.clock.when(n.clock.at(s.now).Add(s.cfg.requestTimeout())), func() {
+				if st.gen == gen {
+					st.open = true
+					s.breakMemberWatch(n, "list: timeout")
+				}
+			})
+			return
+		}
+		items, _ := s.store.list(MemberLabel, gsimGroup)
+		st.open, st.last, st.opened = true, s.now, s.now
+		s.in(n, func() { s.memberEvent(n, memberEvent{list: items, listed: true}) })
+	})
+}
+
+// breakMemberWatch ends the member watch; members.go lists again after a
+// backoff that starts at the request timeout and doubles up to 30s, back to
+// the request timeout after a stream that lasted 30s. Until the member watch is back, n's view of the membership
+// decays: that counts as a disturbance.
+func (s *gsim) breakMemberWatch(n *gnode, why string) {
+	st := &n.mem.watch
+	if !st.open {
+		return
+	}
+	st.open = false
+	st.gen++
+	gen := st.gen
+	if s.now-st.opened > 30*time.Second {
+		st.backoff = s.cfg.requestTimeout()
+	}
+	wait := st.backoff
+	st.backoff = min(2*st.backoff, 30*time.Second)
+	back := n.clock.when(n.clock.at(s.now).Add(wait))
+	s.tracef("%s's member watch breaks: %s; lists again in %v", n.name, why, wait)
+	s.check.disturbed(back + 4*s.p.latency)
+	s.at(back, func() {
+		if st.gen == gen {
+			s.openMemberWatch(n)
+		}
+	})
+}
+
+// memberEvent hands a watch event to members.go's run loop: at once when
+// it waits in its select, after the request under way when it is busy.
+func (s *gsim) memberEvent(n *gnode, ev memberEvent) {
+	g := n.mem
+	if g.done {
+		return
+	}
+	g.events = append(g.events, ev)
+	if !g.busy {
+		s.memberIdle(n)
+	}
+}
+
+// memberTurn is one turn of members.go's run loop: stop, or leave or join
+// as asked, create or renew the member Lease when due, then publish and
+// wait (memberIdle).
+func (s *gsim) memberTurn(n *gnode) {
+	g := n.mem
+	m := g.m
+	if g.busy || g.done || !n.alive {
+		return
+	}
+	if n.stopping {
+		s.memberStop(n)
+		return
+	}
+	if n.fit != m.want {
+		if !n.fit && m.own != nil {
+			s.memberLeave(n, func() {
+				m.want = false
+				s.memberTurn(n)
+			})
+			return
+		}
+		m.want = n.fit
+	}
+	if now := n.clock.at(s.now); m.want && (m.own == nil || !now.Before(m.renewAt)) {
+		s.memberUpkeep(n, func() { s.memberIdle(n) })
+		return
+	}
+	s.memberIdle(n)
+}
+
+// memberIdle publishes the membership and waits in the select: for the
+// next renewal or expiry, a wake, or a watch event (taken at once if one
+// is waiting).
+func (s *gsim) memberIdle(n *gnode) {
+	g := n.mem
+	m := g.m
+	if g.done || !n.alive {
+		return
+	}
+	if n.stopping {
+		s.memberStop(n)
+		return
+	}
+	now := n.clock.at(s.now)
+	prev := m.load()
+	m.publish(now)
+	if m.load() != prev {
+		if cur := m.load(); s.tracing {
+			s.tracef("%s sees members %v (joined at %s)", n.name, cur.Identities, cur.JoinedAt.Format("15:04:05.000"))
+		}
+		s.notify(n)
+	}
+	switch {
+	case len(g.events) > 0:
+		ev := g.events[0]
+		g.events = g.events[1:]
+		m.observe(now, ev)
+		s.memberTurn(n)
+		return
+	case g.woken:
+		g.woken = false
+		s.memberTurn(n)
+		return
+	}
+	g.timer++
+	gen := g.timer
+	s.at(n.clock.when(m.nextWake(now)), func() {
+		if g.timer == gen {
+			s.in(n, func() { s.memberTurn(n) })
+		}
+	})
+}
+
+// memberWake is membership.setMember's wake: the run loop turns now, or
+// after the request under way.
+func (s *gsim) memberWake(n *gnode) {
+	if n.mem.busy {
+		n.mem.woken = true
+		return
+	}
+	n.mem.timer++
+	s.memberTurn(n)
+}
+
+// memberCall makes one request of the membership's run loop, which blocks
+// in it.
+func (s *gsim) memberCall(n *gnode, deadline time.Time, do func() (*coordinationv1.Lease, error), answer func(*coordinationv1.Lease, error)) {
+	g := n.mem
+	g.busy = true
+	g.timer++
+	g.cancel = s.request(n, deadline, do, func(l *coordinationv1.Lease, err error) {
+		g.busy, g.cancel = false, nil
+		answer(l, err)
+	})
+}
+
+// memberUpkeep is members.go's upkeep: create the member Lease (on
+// AlreadyExists, read and update it) or renew it, within one timeout.
+func (s *gsim) memberUpkeep(n *gnode, then func()) {
+	m := n.mem.m
+	start := n.clock.at(s.now)
+	deadline := start.Add(m.timeout)
+	done := func(l *coordinationv1.Lease, err error) {
+		if err != nil {
+			s.tracef("%s: member Lease write failed: %v", n.name, firstLine(err.Error()))
+			if m.own != nil && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+				m.own = nil
+			}
+			m.renewAt = start.Add(m.timeout)
+		} else {
+			m.own = l
+			m.renewAt = start.Add(m.ttl / 3)
+			m.observe(n.clock.at(s.now), memberEvent{lease: l})
+		}
+		then()
+	}
+	update := func(base *coordinationv1.Lease) {
+		body := m.record(start, base, "") // the sim models no stay-outs
+		s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) { return s.store.update(n.name, body) }, done)
+	}
+	if m.own != nil {
+		update(m.own)
+		return
+	}
+	body := m.record(start, nil, "")
+	s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) { return s.store.create(n.name, body) }, func(l *coordinationv1.Lease, err error) {
+		if !apierrors.IsAlreadyExists(err) {
+			done(l, err)
+			return
+		}
+		s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) { return s.store.get(m.name) }, func(got *coordinationv1.Lease, err error) {
+			if err != nil {
+				done(nil, err)
+				return
+			}
+			update(got)
+		})
+	})
+}
+
+// memberLeave is members.go's leave: delete the member Lease with its
+// UID as precondition, within a timeout of its own.
+func (s *gsim) memberLeave(n *gnode, then func()) {
+	m := n.mem.m
+	if m.own == nil {
+		then()
+		return
+	}
+	uid := m.own.UID
+	s.memberCall(n, n.clock.at(s.now).Add(m.timeout), func() (*coordinationv1.Lease, error) {
+		return nil, s.store.remove(n.name, m.name, uid)
+	}, func(_ *coordinationv1.Lease, err error) {
+		s.tracef("%s leaves the membership (%v)", n.name, err)
+		m.own = nil
+		delete(m.records, m.name)
+		then()
+	})
+	n.mem.cancel = nil // leave's context is its own: a stop waits for it
+}
+
+// memberStop is the end of members.go's run: the watch stops, the member
+// Lease is deleted; then group.Run stops every election.
+func (s *gsim) memberStop(n *gnode) {
+	g := n.mem
+	g.watch.gen++
+	g.watch.open = false
+	s.memberLeave(n, func() {
+		g.done = true
+		for _, e := range n.els {
+			s.step(n, e, decide.Stop{})
+		}
+	})
+}
+
+// notify is an elector's or the membership's notify: a turn of loop.go's
+// run loop follows.
+func (s *gsim) notify(n *gnode) {
+	if n.loopDue {
+		return
+	}
+	n.loopDue = true
+	s.at(s.now, func() {
+		s.in(n, func() {
+			n.loopDue = false
+			s.plan(n)
+		})
+	})
+}
+
+// plan is loop.go's plan: the candidacy Balanced wants, asked of each
+// elector whose last request differs and that has no call under way; then
+// the loop sleeps until Balanced's wake at the latest.
+func (s *gsim) plan(n *gnode) {
+	if !n.alive || n.stopping {
+		return
+	}
+	now := n.clock.at(s.now)
+	wake := now.Add(s.p.timing.LeaseDuration)
+	want := make([]bool, len(s.leases))
+	ok := true
+	if n.fit {
+		states := make([]LeaseState, len(n.els))
+		for i, e := range n.els {
+			r := e.report
+			states[i] = LeaseState{Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt}
+		}
+		var next time.Time
+		if want, next, ok = Balanced(n.name, now, n.mem.m.load(), states, s.cfg.settleTime()); ok && next.Before(wake) {
+			wake = next
+		}
+	}
+	for i, w := range want {
+		if !ok || w == n.requested[i] || n.inflight[i] {
+			continue
+		}
+		n.requested[i], n.inflight[i] = w, true
+		n.calls++
+		e, id := n.els[i], n.calls
+		e.call = id
+		s.tracef("%s's plan: candidate for %s: %v", n.name, s.leases[i], w)
+		s.at(s.now+s.goroutine(), func() {
+			s.in(n, func() { s.step(n, e, decide.SetCandidate{ID: id, Candidate: w, Reason: "plan"}) })
+		})
+	}
+	n.loopGen++
+	gen := n.loopGen
+	s.at(n.clock.when(wake), func() {
+		if n.loopGen == gen {
+			s.in(n, func() { s.plan(n) })
+		}
+	})
+}
+
+// live lists the nodes running and not stopping.
+func (s *gsim) live() []*gnode {
+	var live []*gnode
+	for _, n := range s.nodes {
+		if n.alive && !n.stopping {
+			live = append(live, n)
+		}
+	}
+	return live
+}
+
+// fault injects one fault, drawn among those the history allows.
+func (s *gsim) fault() {
+	p := s.p
+	live := s.live()
+	if len(live) == 0 {
+		return
+	}
+	n := live[s.rng.IntN(len(live))]
+	ld := p.timing.LeaseDuration
+	upTo := func(d time.Duration) time.Duration { return time.Duration(s.rng.Float64() * float64(d)) }
+	// replace starts a new process for one that ended, unless (a
+	// scale-down) others remain.
+	replace := func() {
+		if len(live) == 1 || s.rng.IntN(4) != 0 {
+			s.start(s.now + upTo(ld))
+		}
+	}
+	switch k := s.rng.IntN(11); {
+	case k == 0 && p.handEdits:
+		s.handEdit()
+	case k == 1 && p.pauses:
+		n.pausedUntil = max(n.pausedUntil, s.now+upTo(2*ld))
+		s.tracef("%s pauses until %.4fs", n.name, n.pausedUntil.Seconds())
+		s.check.disturbed(n.pausedUntil)
+	case k == 2 && p.splits:
+		n.cutOffUntil = max(n.cutOffUntil, s.now+upTo(2*ld))
+		heal := n.cutOffUntil
+		s.tracef("%s is cut off until %.4fs", n.name, heal.Seconds())
+		s.check.disturbed(heal)
+		s.at(heal, func() {
+			if n.cutOffUntil == heal && n.alive {
+				for _, e := range n.els {
+					s.breakLeaseWatch(n, e, "partition healed")
+				}
+				s.breakMemberWatch(n, "partition healed")
+			}
+		})
+	case k == 3 && p.crashes:
+		n.alive = false
+		s.tracef("%s crashes", n.name)
+		s.check.crashed(n)
+		replace()
+	case k == 4:
+		n.stopping = true
+		s.tracef("%s is told to stop", n.name)
+		s.check.disturbed(s.now)
+		s.in(n, func() {
+			if g := n.mem; g.cancel != nil && !g.done {
+				g.cancel() // the upkeep's context ends: it fails at once
+				g.busy, g.cancel = false, nil
+				s.memberIdle(n)
+			} else {
+				s.memberTurn(n)
+			}
+		})
+		replace()
+	case k == 5 && len(live) < 6:
+		s.start(s.now)
+	case k == 6 && n.fit:
+		n.fit = false
+		back := s.now + upTo(2*ld)
+		s.tracef("%s's app is unhealthy: it leaves the membership until %.4fs", n.name, back.Seconds())
+		s.check.disturbed(back)
+		s.in(n, func() { s.memberWake(n); s.notify(n) })
+		s.at(back, func() {
+			n.fit = true
+			s.tracef("%s's app is healthy again", n.name)
+			s.in(n, func() { s.memberWake(n); s.notify(n) })
+		})
+	case k == 7:
+		e := n.els[s.rng.IntN(len(n.els))]
+		s.breakLeaseWatch(n, e, "stream closed by the server")
+		s.check.disturbed(s.now)
+	case k == 8:
+		s.breakMemberWatch(n, "stream closed by the server")
+	case k == 9:
+		s.store.rev += 1 + s.rng.Int64N(50)
+	}
+}
+
+// handEdit changes a group Lease, or deletes a member Lease, as an admin
+// would: without a precondition.
+func (s *gsim) handEdit() {
+	s.edits++
+	s.check.disturbed(s.now)
+	name := s.leases[s.rng.IntN(len(s.leases))]
+	var what string
+	switch s.rng.IntN(6) {
+	case 0:
+		what = "deletes"
+		s.store.remove("admin", name, "")
+	case 1:
+		what = "empties the holder of"
+		s.store.edit(name, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = new("") })
+	case 2:
+		what = "sets leaseDurationSeconds to 1 on"
+		s.store.edit(name, func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = new(int32(1)) })
+	case 3:
+		what = "gives to a stranger"
+		s.store.edit(name, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = new(fmt.Sprintf("admin-%d", s.edits)) })
+	case 4:
+		what = "annotates"
+		s.store.edit(name, func(l *coordinationv1.Lease) {
+			l.Annotations = map[string]string{"example.com/note": fmt.Sprint(s.edits), fence.Annotation: l.Annotations[fence.Annotation]}
+		})
+	case 5:
+		members, _ := s.store.list(MemberLabel, gsimGroup)
+		if len(members) == 0 {
+			return
+		}
+		name = members[s.rng.IntN(len(members))].Name
+		what = "deletes the member Lease"
+		s.store.remove("admin", name, "")
+	}
+	s.tracef("admin %s %s (rev %d)", what, name, s.store.rev)
+}
+
+func gsimInput(in decide.Input) string {
+	switch in := in.(type) {
+	case decide.Observed:
+		return "watch " + gsimLease(in.Lease, in.ResourceVersion)
+	case decide.Result:
+		if in.Err != nil {
+			return "answer: " + firstLine(in.Err.Error())
+		}
+		return "answer " + gsimLease(in.Lease, "")
+	case decide.SetCandidate:
+		return fmt.Sprintf("SetCandidate(%v)", in.Candidate)
+	default:
+		return strings.TrimPrefix(fmt.Sprintf("%T", in), "decide.")
+	}
+}
+
+func gsimOutput(out decide.Output) string {
+	r := out.Report
+	s := fmt.Sprintf("following %q", r.Holder)
+	if r.Leading {
+		s = fmt.Sprintf("LEADING token %d until %s", r.Token, r.ValidUntil.Format("15:04:05.000"))
+	}
+	if q := out.Request; q != nil {
+		s += "; sends " + string(q.Purpose)
+	}
+	for _, l := range out.Logs {
+		s += "; " + l.Msg
+	}
+	return s
+}
+
+func gsimLease(l *coordinationv1.Lease, rv string) string {
+	if l == nil {
+		return "missing@" + rv
+	}
+	return fmt.Sprintf("%s{holder %q}", l.ResourceVersion, gsimHolder(l))
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
