@@ -96,3 +96,11 @@ func metricLabels(cfg config.Config) prometheus.Labels {
 	}
 	return prometheus.Labels{"lease": cfg.LeaseName, "namespace": cfg.LeaseNamespace}
 }
+
+// steadyRequestRate is the most requests per second this instance makes at
+// steady state: a renewal per Lease per retry period, were it to hold every
+// Lease of its group (greedy, or the last member standing), plus its member
+// Lease's renewal.
+func steadyRequestRate(cfg config.Config) float64 {
+	return float64(len(cfg.Leases)+1) / cfg.RetryPeriod.Seconds()
+}

@@ -70,6 +70,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		Kubeconfig: os.Getenv("KUBECONFIG"),
 		UserAgent:  "leasehold/" + currentVersion().Version,
 		Requests:   kubeclient.NewRequestMetrics(leasehold),
+		Steady:     steadyRequestRate(cfg),
 	})
 	if err != nil {
 		return err

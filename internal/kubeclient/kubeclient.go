@@ -33,12 +33,19 @@ type Options struct {
 	UserAgent string
 	// Requests, when not nil, counts every HTTP request sent with the config.
 	Requests *RequestMetrics
+	// Steady is the request rate, per second, that the sidecar needs at
+	// steady state (a lease group's renewals: one per Lease held per retry
+	// period, plus its membership): QPS is raised to twice that when it is
+	// above the default, so that the token bucket never delays a renewal
+	// of a large group either. 0 for one Lease.
+	Steady float64
 }
 
 // New returns a rest.Config for the sidecar: from the kubeconfig file when
 // opts.Kubeconfig is set (honouring the file's current context), else the
-// in-cluster config. The config has QPS 50 and Burst 100, so client-side
-// throttling never delays a renewal, and Timeout 0: callers bound each
+// in-cluster config. The config has QPS 50 and Burst 100 (more for a large
+// lease group: Options.Steady), so client-side throttling never delays a
+// renewal, and Timeout 0: callers bound each
 // request with a context. When opts.Requests is not nil the transport is
 // wrapped to count requests in it. The error says which source failed; the
 // in-cluster one also points at KUBECONFIG.
@@ -58,8 +65,10 @@ func New(opts Options) (*rest.Config, error) {
 			return nil, fmt.Errorf("kubeclient: in-cluster config unavailable (not running in a pod? set KUBECONFIG to a kubeconfig file instead): %w", err)
 		}
 	}
-	cfg.QPS = qps
-	cfg.Burst = burst
+	cfg.QPS, cfg.Burst = qps, burst
+	if need := float32(2 * opts.Steady); need > cfg.QPS {
+		cfg.QPS, cfg.Burst = need, int(2*need)
+	}
 	cfg.Timeout = 0
 	if opts.UserAgent != "" {
 		cfg.UserAgent = opts.UserAgent

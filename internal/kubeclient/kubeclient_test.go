@@ -186,6 +186,19 @@ func TestNewFromKubeconfig(t *testing.T) {
 	if cfg.WrapTransport != nil {
 		t.Error("WrapTransport set without Requests")
 	}
+	for _, tc := range []struct {
+		steady float64
+		qps    float32
+		burst  int
+	}{{10, 50, 100}, {25, 50, 100}, {128.5, 257, 514}} {
+		cfg, err := New(Options{Kubeconfig: path, Steady: tc.steady})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.QPS != tc.qps || cfg.Burst != tc.burst {
+			t.Errorf("Steady %v: QPS, Burst = %v, %v, want %v, %v", tc.steady, cfg.QPS, cfg.Burst, tc.qps, tc.burst)
+		}
+	}
 }
 
 func TestNewMissingKubeconfig(t *testing.T) {
