@@ -27,17 +27,21 @@ type Leases struct {
 	Leases []Status `json:"leases"`
 }
 
-// leasesOf describes snap as judged now, every Lease at the same instant
-// (statusOf for each Lease).
+// leasesOf describes the group at snap's Index, every Lease as its
+// election's latest Snapshot says, judged at one same instant (statusOf for
+// each Lease). The Leases are read from the elections, not from snap: the
+// group publishes a step-down a moment after the election does, and
+// leadership is never answered from a snapshot older than the election's
+// latest.
 func (s *Server) leasesOf(snap *group.Snapshot) Leases {
 	now := s.clock.Now()
-	l := Leases{Index: snap.Index, Leases: make([]Status, 0, len(snap.Leases))}
+	l := Leases{Index: snap.Index, Leases: make([]Status, 0, len(s.elections))}
 	if snap.Membership {
 		members := snap.Members
 		l.Members = &members
 	}
-	for _, lease := range snap.Leases {
-		l.Leases = append(l.Leases, s.statusAt(lease, now))
+	for _, el := range s.elections {
+		l.Leases = append(l.Leases, s.statusAt(el.Snapshot(), now))
 	}
 	return l
 }

@@ -509,3 +509,20 @@ func TestLeasesEventStreamHeartbeat(t *testing.T) {
 		t.Errorf("first frame = %+v, %v; want a heartbeat comment only", fr, ok)
 	}
 }
+
+// A step-down is answered at once by GET /v1/leases and by the per-Lease
+// gauges, even before the group has published it: leadership is read from
+// each election's latest Snapshot, never from the group's copy of it.
+func TestLeasesNeverAnswerFromTheGroupsOlderCopy(t *testing.T) {
+	g := newGroupFixture(t, []elect.Snapshot{candidate(), candidate(), candidate()})
+	g.publish(1, leading()) // the group's copy says compactor leads
+	g.els[1].Publish(named(groupNames[1], candidate()))
+	// The election has stepped down; the group has not published that yet.
+	leases := leasesOfBody(t, decode(t, do(g.srv.APIHandler(), http.MethodGet, "/v1/leases")))
+	if leases[1]["leader"] != false {
+		t.Errorf("GET /v1/leases says compactor leads after its election stepped down: %v", leases[1])
+	}
+	if got := (&fixture{t: t, reg: g.reg}).gauges()["leasehold_leader"]["lease=compactor"]; got != 0 {
+		t.Errorf("leasehold_leader{lease=compactor} = %v after the step-down, want 0", got)
+	}
+}

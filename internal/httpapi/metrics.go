@@ -78,7 +78,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	now := c.s.clock.Now()
 	if c.grouped {
-		for _, snap := range c.s.group.Snapshot().Leases {
+		for _, el := range c.s.elections {
+			snap := el.Snapshot()
 			c.collectElection(gauge, snap, now, snap.Lease)
 		}
 	} else {

@@ -97,8 +97,10 @@ type Election interface {
 // latest published state. *group.Publisher satisfies it.
 type Group interface {
 	// Snapshot returns the latest published state; it never returns nil.
-	// Its Leases are the Elections' latest published Snapshots, in
-	// configured order.
+	// Its Leases are the Elections' Snapshots as the group last collected
+	// them, in configured order: the HTTP layer takes its Index and member
+	// count from it, and reads leadership from each Election itself, which
+	// may have published since.
 	Snapshot() *group.Snapshot
 }
 
