@@ -30,10 +30,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics receives the election's counters; nil means unregistered ones.
 	Metrics *Metrics
-	// Notify, when not nil, receives a value, without blocking, after every
-	// Snapshot the loop publishes (renewals and changes that do not move
-	// Index included): a lease group reads its Leases' snapshots when told.
-	// Give it a capacity of 1: notices that find it full are coalesced.
+	// Notify, when not nil, receives a value, without blocking, after a
+	// Snapshot that differs from the last one it was told of in Leading,
+	// Holder, Term, Token (what moves Index), Observed, Candidate, or in
+	// whether FreeAt is zero: a lease group reads its Leases' snapshots
+	// when told. Renewals are not told, nor FreeAt moving later (a reader
+	// that waits for FreeAt finds it later when it looks). Give it a
+	// capacity of 1: notices that find it full are coalesced.
 	Notify chan<- struct{}
 }
 

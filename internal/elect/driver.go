@@ -26,6 +26,7 @@ type driver struct {
 	nextID   uint64
 	replies  map[uint64]chan decide.Reply
 	cleared  <-chan struct{} // closed once the holds the Machine waits for have ended
+	noticed  decide.Report   // the last report Config.Notify was told of
 }
 
 func newDriver(e *Elector, m *decide.Machine) *driver {
@@ -91,7 +92,8 @@ func (d *driver) apply(out decide.Output) error {
 		}
 	}
 	d.publish(out.Report)
-	if d.cfg.Notify != nil {
+	if d.cfg.Notify != nil && noticeable(d.noticed, out.Report) {
+		d.noticed = out.Report
 		select {
 		case d.cfg.Notify <- struct{}{}:
 		default: // a notice is pending: the reader loads the latest snapshot
@@ -104,6 +106,17 @@ func (d *driver) apply(out decide.Output) error {
 		d.send(*out.Request)
 	}
 	return out.Fatal
+}
+
+// noticeable reports whether report differs from the last one Notify was
+// told of in what a reader of notices acts on (see Config.Notify): a
+// change of Index, of Observed, Candidate or Leading, or FreeAt becoming
+// zero or not zero. A renewal, or another holder's (which moves FreeAt
+// later), is not noticeable.
+func noticeable(last, report decide.Report) bool {
+	return last.Leading != report.Leading || last.Holder != report.Holder || last.Term != report.Term ||
+		last.Token != report.Token || last.Observed != report.Observed || last.Candidate != report.Candidate ||
+		last.FreeAt.IsZero() != report.FreeAt.IsZero()
 }
 
 // accept turns a caller's request into an input, with an ID for its reply.
