@@ -73,11 +73,11 @@ func (c *Client) Token(ctx context.Context) (api.Token, error) {
 	if a.code != http.StatusOK {
 		return api.Token{}, errorOf(a)
 	}
-	t, err := decode[api.Token](a, "a token")
-	if err == nil && t.FencingToken == 0 {
-		err = errUnexpected(a, "a token", errors.New("fencingToken is 0"))
+	var t api.Token
+	if json.Unmarshal(a.body, &t) != nil || t.FencingToken == 0 {
+		return api.Token{}, errUnexpected(a, "a token", errors.New(excerpt(a.body)))
 	}
-	return t, err
+	return t, nil
 }
 
 // Release asks POST /v1/release?for=stayOut (for a Lease of a group, POST

@@ -46,7 +46,13 @@ func (e *Error) describe() string {
 	if e.Message != "" {
 		return e.Message
 	}
-	msg := strings.TrimSpace(string(e.Body))
+	return excerpt(e.Body)
+}
+
+// excerpt is the start of body, for a message: at most 200 bytes, "(no
+// body)" when empty.
+func excerpt(body []byte) string {
+	msg := strings.TrimSpace(string(body))
 	if len(msg) > 200 {
 		msg = msg[:200] + "…"
 	}
