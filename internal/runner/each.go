@@ -33,7 +33,12 @@ func RunEach(ctx context.Context, cfg Config) int {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	names, ok := groupLeases(ctx, cfg)
+	sc, err := newSidecar(cfg.Sidecar, cfg.Client, "")
+	if err != nil {
+		log.Error("cannot ask the sidecar", "sidecar", cfg.Sidecar.Redacted(), "err", err)
+		return ExitFailed
+	}
+	names, ok := groupLeases(ctx, sc, log)
 	if !ok {
 		return ExitOK // ctx ended before the sidecar answered
 	}
@@ -74,14 +79,7 @@ func RunEach(ctx context.Context, cfg Config) int {
 
 // groupLeases asks GET /v1/leases until the sidecar answers 200 or ctx
 // ends, and returns the names of its Leases.
-func groupLeases(ctx context.Context, cfg Config) ([]string, bool) {
-	sc, err := newSidecar(cfg.Sidecar, cfg.Client, "")
-	if err != nil {
-		if cfg.Logger != nil {
-			cfg.Logger.Error("cannot ask the sidecar", "sidecar", cfg.Sidecar.Redacted(), "err", err)
-		}
-		return nil, false
-	}
+func groupLeases(ctx context.Context, sc *sidecar, log *slog.Logger) ([]string, bool) {
 	defer sc.client.CloseIdleConnections()
 	backoff := minBackoff
 	for {
@@ -89,9 +87,7 @@ func groupLeases(ctx context.Context, cfg Config) ([]string, bool) {
 		if err == nil {
 			return names, true
 		}
-		if cfg.Logger != nil {
-			cfg.Logger.Warn("cannot list the sidecar's Leases; retrying", "err", err, "retryIn", backoff)
-		}
+		log.Warn("cannot list the sidecar's Leases; retrying", "err", err, "retryIn", backoff)
 		select {
 		case <-ctx.Done():
 			return nil, false

@@ -124,7 +124,7 @@ func (h *Hold) Done() <-chan struct{} { return h.done }
 
 // Err is, once Done is closed, why the hold ended if Close did not end it:
 // io.EOF when the sidecar ended the answer, else the connection's error.
-// It is nil while the hold is open, and after Close.
+// It is nil while the hold is open, and when Close ended it.
 func (h *Hold) Err() error {
 	select {
 	case <-h.done:
