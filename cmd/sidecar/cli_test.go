@@ -19,9 +19,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // ran is one run of the built binary.
@@ -164,7 +164,7 @@ func TestClientCommandsAgainstARealSidecar(t *testing.T) {
 	f := newFleet(t)
 	a, leading := startLeader(t, f, "a")
 	b := start(t, f, "b")
-	waitStatus(t, b, "b follows a", func(st httpapi.Status) bool { return st.Holder == leading.Identity })
+	waitStatus(t, b, "b follows a", func(st api.Status) bool { return st.Holder == leading.Identity })
 	inContainer := func(in *fleet.Instance) []string { return []string{"LEASEHOLD_API_ADDR=" + addrOf(in)} }
 
 	// status: a table, or the API's JSON.
@@ -176,7 +176,7 @@ func TestClientCommandsAgainstARealSidecar(t *testing.T) {
 	}
 	t.Logf("leasehold status, in the leader's container:\n%s", r.stdout)
 	r = leasehold(t, binary, nil, "status", "-o", "json", "--addr", addrOf(b))
-	var st httpapi.Status
+	var st api.Status
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != 0 || st.Leader || st.Holder != leading.Identity || !strings.HasPrefix(st.Identity, "b_") {
 		t.Errorf("status -o json of the follower: exit %d, %+v (%v)", r.code, st, err)
 	}
@@ -282,7 +282,7 @@ func TestClientCommandsWithALeaseGroup(t *testing.T) {
 		t.Fatalf("wait --lease app-1: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = leasehold(t, binary, env, "status", "--lease", "app-1", "-o", "json")
-	var st httpapi.Status
+	var st api.Status
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != 0 || st.Lease != "app-1" || !st.Leader {
 		t.Fatalf("status --lease app-1: exit %d, %+v (%v)", r.code, st, err)
 	}

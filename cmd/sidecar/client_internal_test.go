@@ -6,14 +6,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // fakeSidecar is an httptest server in the sidecar's place: each request
@@ -70,13 +69,13 @@ func closedAddr(t *testing.T) string {
 }
 
 var (
-	leading = httpapi.Status{
+	leading = api.Status{
 		Identity: "pod-a_x1", Namespace: "shop", Lease: "orders", Leader: true, Holder: "pod-a_x1",
 		Term: 5, FencingToken: 1042, ValidUntil: "2026-07-01T12:00:07.5Z", ValidForMs: 7500,
 		AcquiredAt: "2026-07-01T11:58:00Z", RenewedAt: "2026-07-01T11:59:59.5Z", ObservedAt: "2026-07-01T11:59:59.5Z",
 		Index: 1 << 50, Candidate: true,
 	}
-	following = httpapi.Status{
+	following = api.Status{
 		Identity: "pod-b_y2", Namespace: "shop", Lease: "orders", Holder: "pod-a_x1",
 		Term: 5, FencingToken: 1042, ObservedAt: "2026-07-01T11:59:59Z", Index: 7, Candidate: true,
 	}
@@ -106,30 +105,17 @@ func TestSidecarURL(t *testing.T) {
 }
 
 // The sidecar is in the same pod: the client never uses a proxy, whatever
-// HTTP_PROXY says.
+// HTTP_PROXY says (pkg/client's default transport has no Proxy: its tests
+// check that), and a request goes straight to the sidecar.
 func TestClientNeverUsesAProxy(t *testing.T) {
 	t.Setenv("HTTP_PROXY", "http://proxy.invalid:3128")
 	t.Setenv("http_proxy", "http://proxy.invalid:3128")
 	t.Setenv("NO_PROXY", "")
-	c := newSidecarClient(mustURL(t, "leasehold.invalid:4040"))
-	if tr := c.http.Transport.(*http.Transport); tr.Proxy != nil {
-		t.Fatal("the transport has a Proxy function")
-	}
-	// And a request actually goes straight to the sidecar.
 	f := newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, leading) })
 	r := invoke(t, nil, "status", "--addr", f.addr())
 	if r.code != 0 || len(f.recorded()) != 1 {
 		t.Fatalf("exit %d, %d requests reached the sidecar; stderr %s", r.code, len(f.recorded()), r.stderr)
 	}
-}
-
-func mustURL(t *testing.T, addr string) *url.URL {
-	t.Helper()
-	u, err := sidecarURL(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
 }
 
 func TestStatusPrintsATable(t *testing.T) {
@@ -169,7 +155,7 @@ func TestStatusShowsProblems(t *testing.T) {
 	msg := `namespaces "shop" not found`
 	st := following
 	st.Holder, st.Candidate, st.LastError, st.LastErrorAt = "", false, &msg, "2026-07-01T11:59:58Z"
-	st.AppHealth = &httpapi.AppHealth{ConsecutiveFailures: 3, LastError: "GET http://127.0.0.1:8080/healthz: 503", LastCheckAt: "2026-07-01T11:59:59Z"}
+	st.AppHealth = &api.AppHealth{ConsecutiveFailures: 3, LastError: "GET http://127.0.0.1:8080/healthz: 503", LastCheckAt: "2026-07-01T11:59:59Z"}
 	f := newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, st) })
 	r := invoke(t, nil, "status", "--addr", f.addr())
 	for _, want := range []string{
@@ -320,7 +306,7 @@ func TestWaitReturnsOnceLeading(t *testing.T) {
 	}
 
 	r = invoke(t, nil, "wait", "-o", "json", "--addr", f.addr())
-	var st httpapi.Status
+	var st api.Status
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != 0 || st != leading {
 		t.Errorf("-o json: exit %d, %q (%v)", r.code, r.stdout, err)
 	}
@@ -415,7 +401,7 @@ func TestRelease(t *testing.T) {
 		}
 		st := following
 		st.Candidate = false
-		reply(w, 200, releaseAnswer{Released: released, Status: st})
+		reply(w, 200, api.Release{Released: released, Status: st})
 	})
 	r := invoke(t, nil, "release", "--addr", f.addr())
 	if r.code != 0 || r.stdout != "released the Lease shop/orders; out of the election for the sidecar's lease duration\n" {
@@ -433,7 +419,7 @@ func TestRelease(t *testing.T) {
 		t.Errorf("for=%q, want 30s", q)
 	}
 	r = invoke(t, nil, "release", "--for", "0s", "-o", "json", "--addr", f.addr())
-	var a releaseAnswer
+	var a api.Release
 	if err := json.Unmarshal([]byte(r.stdout), &a); err != nil || r.code != 0 || a.Released || a.Candidate {
 		t.Errorf("-o json: exit %d, %q (%v)", r.code, r.stdout, err)
 	}

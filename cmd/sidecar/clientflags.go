@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
+
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // Output formats of the client commands (-o).
@@ -21,16 +22,6 @@ type clientFlags struct {
 	addr   string
 	output string
 	lease  string // --lease: a Lease of the sidecar's group; "" for its one Lease
-}
-
-// path is the API path of a request about the one Lease (unnamed, such as
-// "/v1/token"), or, with --lease, about that Lease of the group:
-// /v1/leases/<lease> plus named (such as "/token"; "" for its status).
-func (f *clientFlags) path(unnamed, named string) string {
-	if f.lease == "" {
-		return unnamed
-	}
-	return "/v1/leases/" + url.PathEscape(f.lease) + named
 }
 
 // addClientFlags defines --addr and -o on fs. The default address is
@@ -49,8 +40,8 @@ func addClientFlags(fs *flag.FlagSet, getenv func(string) string, outputHelp str
 	return f
 }
 
-// client checks the flags and returns the client they describe; an error
-// is a usage error.
+// client checks the flags and returns the client they describe (with
+// --lease, of that Lease of the group); an error is a usage error.
 func (f *clientFlags) client() (*sidecarClient, error) {
 	if f.output != outputText && f.output != outputJSON {
 		return nil, fmt.Errorf("-o %q: want text or json", f.output)
@@ -62,7 +53,11 @@ func (f *clientFlags) client() (*sidecarClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--addr %w", err)
 	}
-	return newSidecarClient(base), nil
+	c, err := newSidecarClient(base, f.lease)
+	if err != nil {
+		return nil, fmt.Errorf("--addr %w", err)
+	}
+	return c, nil
 }
 
 // clientCommandFlags builds the flag set of a client command: --addr, -o
@@ -74,14 +69,15 @@ func clientCommandFlags(name string, getenv func(string) string, outputHelp stri
 }
 
 // failed reports err, from a request to the sidecar, on stderr and returns
-// the exit status: exitUsage for a value the sidecar refused (400),
-// exitNoAnswer for anything else.
+// the exit status: exitUsage for a value the sidecar refused (400) and for
+// a lease group asked without --lease (409), exitNoAnswer for anything
+// else.
 func failed(e *env, name string, err error) int {
 	fmt.Fprintf(e.stderr, "leasehold %s: %v\n", name, err)
-	if r, ok := errors.AsType[*refusedError](err); ok && r.code == 400 {
+	if r, ok := errors.AsType[*client.Error](err); ok && r.StatusCode == 400 {
 		return exitUsage
 	}
-	if r, ok := errors.AsType[*refusedError](err); ok && r.code == 409 {
+	if r, ok := errors.AsType[*client.Error](err); ok && r.StatusCode == 409 {
 		fmt.Fprintf(e.stderr, "leasehold %s: the sidecar holds a lease group: name the Lease with --lease NAME (GET /v1/leases lists them)\n", name)
 		return exitUsage
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // generous bounds real-time waits for an answer that must come; it never
@@ -22,7 +22,7 @@ const generous = 20 * time.Second
 type answer struct {
 	code       int
 	retryAfter string
-	status     httpapi.Status // decoded when code is 200
+	status     api.Status // decoded when code is 200
 	body       string
 	err        error
 }
@@ -57,7 +57,7 @@ func longPoll(ctx context.Context, url string) <-chan answer {
 // event is one Server-Sent Events frame: a status event, or a comment.
 type event struct {
 	id      uint64
-	status  httpapi.Status
+	status  api.Status
 	comment string
 }
 

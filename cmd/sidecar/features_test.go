@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/podlabel"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // app is a stand-in for the app container's health endpoint: it answers
@@ -71,7 +71,7 @@ func TestAppHealthGatesCandidacy(t *testing.T) {
 	if err != nil || leader != a {
 		t.Fatalf("leader %v (err %v), want a: b's app is unhealthy", leader, err)
 	}
-	st := waitStatus(t, b, "b reports its unhealthy app", func(st httpapi.Status) bool {
+	st := waitStatus(t, b, "b reports its unhealthy app", func(st api.Status) bool {
 		return st.AppHealth != nil && st.AppHealth.ConsecutiveFailures >= healthThreshold
 	})
 	if st.Candidate || st.AppHealth.Healthy || st.AppHealth.LastError != "status 503" || st.AppHealth.LastSuccessAt != "" {
@@ -79,7 +79,7 @@ func TestAppHealthGatesCandidacy(t *testing.T) {
 	}
 
 	appB.code.Store(http.StatusNoContent)
-	waitStatus(t, b, "b is a candidate again", func(st httpapi.Status) bool {
+	waitStatus(t, b, "b is a candidate again", func(st api.Status) bool {
 		return st.Candidate && st.AppHealth != nil && st.AppHealth.Healthy
 	})
 	if st, err := b.Status(t.Context()); err != nil || st.Leader {
@@ -125,7 +125,7 @@ func TestAppHealthGatesCandidacy(t *testing.T) {
 }
 
 // waitStatus polls inst's status until cond holds.
-func waitStatus(t *testing.T, inst *fleet.Instance, what string, cond func(httpapi.Status) bool) httpapi.Status {
+func waitStatus(t *testing.T, inst *fleet.Instance, what string, cond func(api.Status) bool) api.Status {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/pkg/api"
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // releaseTimeout bounds POST /v1/release: the sidecar answers once the
@@ -17,12 +16,6 @@ import (
 // until its validity ends, renewDeadline after the last renewal) and one
 // write to the apiserver.
 const releaseTimeout = time.Minute
-
-// releaseAnswer is the body of POST /v1/release.
-type releaseAnswer struct {
-	Released bool `json:"released"`
-	httpapi.Status
-}
 
 // releaseCommand is `leasehold release`: POST /v1/release[?for=D].
 func releaseCommand() *command {
@@ -54,35 +47,30 @@ For a preStop hook on the leasehold container itself (no curl needed):
 		if status, done := parseFlags(fs, c, args, e); done {
 			return status
 		}
-		var q url.Values
+		forDuration := client.DefaultStayOut // the sidecar's default: no ?for=
 		set := false
 		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "for" })
 		if set {
 			if *stayOut < 0 {
 				return usageError(e, c, fmt.Sprintf("--for %v: must not be negative", *stayOut))
 			}
-			q = url.Values{"for": {stayOut.String()}}
+			forDuration = *stayOut
 		}
-		client, err := cf.client()
+		sc, err := cf.client()
 		if err != nil {
 			return usageError(e, c, err.Error())
 		}
-		defer client.close()
-		a, err := client.do(e.ctx, http.MethodPost, cf.path("/v1/release", "/release"), q, releaseTimeout)
-		if err == nil && a.code != http.StatusOK {
-			err = client.refused(http.MethodPost, cf.path("/v1/release", "/release"), a)
-		}
-		var r releaseAnswer
-		if err == nil {
-			if jerr := json.Unmarshal(a.body, &r); jerr != nil {
-				err = fmt.Errorf("POST %s: not a release answer: %v", client.url(cf.path("/v1/release", "/release"), q), jerr)
-			}
-		}
+		defer sc.close()
+		var r api.Release
+		err = call(e.ctx, releaseTimeout, func(ctx context.Context) (err error) {
+			r, err = sc.Release(ctx, forDuration)
+			return err
+		})
 		if err != nil {
 			return failed(e, c.name, err)
 		}
 		if cf.output == outputJSON {
-			_, _ = e.stdout.Write(a.body)
+			_, _ = e.stdout.Write(sc.last)
 			return exitDone
 		}
 		out := "the sidecar's lease duration"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // A client that kept an index across a sidecar restart is answered at once
@@ -23,7 +23,7 @@ import (
 func TestClientKeepsItsIndexAcrossARestart(t *testing.T) {
 	f := newFleet(t)
 	_, leader := startLeader(t, f, "b")
-	follows := func(st httpapi.Status) bool {
+	follows := func(st api.Status) bool {
 		return !st.Leader && st.Holder == leader.Identity && st.FencingToken == leader.FencingToken
 	}
 	a := start(t, f, "a")

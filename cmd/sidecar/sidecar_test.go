@@ -12,9 +12,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 var (
@@ -49,7 +49,7 @@ func start(t testing.TB, f fleet.Config, name string) *fleet.Instance {
 }
 
 // startLeader starts a lone instance and waits until it leads.
-func startLeader(t *testing.T, f fleet.Config, name string) (*fleet.Instance, httpapi.Status) {
+func startLeader(t *testing.T, f fleet.Config, name string) (*fleet.Instance, api.Status) {
 	t.Helper()
 	in := start(t, f, name)
 	_, st, err := fleet.WaitLeader(t.Context(), []*fleet.Instance{in}, 10*time.Millisecond)

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // requestTimeout bounds a request of status and token.
@@ -42,26 +41,21 @@ or not: use 'leasehold token' or 'leasehold wait' to test leadership.`, fs, clie
 		if status, done := parseFlags(fs, c, args, e); done {
 			return status
 		}
-		client, err := cf.client()
+		sc, err := cf.client()
 		if err != nil {
 			return usageError(e, c, err.Error())
 		}
-		defer client.close()
-		a, err := client.do(e.ctx, http.MethodGet, cf.path("/v1/status", ""), nil, requestTimeout)
-		if err == nil && a.code != http.StatusOK {
-			err = client.refused(http.MethodGet, cf.path("/v1/status", ""), a)
-		}
-		var st httpapi.Status
-		if err == nil {
-			if jerr := json.Unmarshal(a.body, &st); jerr != nil {
-				err = fmt.Errorf("GET %s: not a status: %v", client.url(cf.path("/v1/status", ""), nil), jerr)
-			}
-		}
+		defer sc.close()
+		var st api.Status
+		err = call(e.ctx, requestTimeout, func(ctx context.Context) (err error) {
+			st, err = sc.Status(ctx)
+			return err
+		})
 		if err != nil {
 			return failed(e, c.name, err)
 		}
 		if cf.output == outputJSON {
-			_, _ = e.stdout.Write(a.body)
+			_, _ = e.stdout.Write(sc.last)
 			return exitDone
 		}
 		printStatus(e.stdout, st, e.now())
@@ -71,7 +65,7 @@ or not: use 'leasehold token' or 'leasehold wait' to test leadership.`, fs, clie
 }
 
 // printStatus writes st as a two-column table, times also relative to now.
-func printStatus(w io.Writer, st httpapi.Status, now time.Time) {
+func printStatus(w io.Writer, st api.Status, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("lease", st.Namespace+"/"+st.Lease)

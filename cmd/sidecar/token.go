@@ -1,19 +1,16 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 
-	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/pkg/api"
+	"github.com/leasehold/leasehold/pkg/client"
 )
-
-// tokenAnswer is the body of GET /v1/token when leading.
-type tokenAnswer struct {
-	FencingToken fence.Token `json:"fencingToken"`
-}
 
 // tokenCommand is `leasehold token`: GET /v1/token; the fencing token on
 // stdout while this instance leads, exit 1 when it does not.
@@ -41,33 +38,29 @@ token to every write and make the storage reject a smaller one
 		if status, done := parseFlags(fs, c, args, e); done {
 			return status
 		}
-		client, err := cf.client()
+		sc, err := cf.client()
 		if err != nil {
 			return usageError(e, c, err.Error())
 		}
-		defer client.close()
-		a, err := client.do(e.ctx, http.MethodGet, cf.path("/v1/token", "/token"), nil, requestTimeout)
-		if err != nil {
-			return failed(e, c.name, err)
-		}
-		switch a.code {
-		case http.StatusOK:
-		case http.StatusServiceUnavailable:
-			msg := errorMessage(a.body)
+		defer sc.close()
+		var t api.Token
+		err = call(e.ctx, requestTimeout, func(ctx context.Context) (err error) {
+			t, err = sc.Token(ctx)
+			return err
+		})
+		if r, ok := errors.AsType[*client.Error](err); ok && r.StatusCode == http.StatusServiceUnavailable {
+			msg := r.Message // "not leader" (ErrNotLeader), or why the sidecar cannot say
 			if msg == "" {
 				msg = "not leader"
 			}
 			fmt.Fprintf(e.stderr, "leasehold token: %s\n", msg)
 			return exitNotLeader
-		default:
-			return failed(e, c.name, client.refused(http.MethodGet, cf.path("/v1/token", "/token"), a))
 		}
-		var t tokenAnswer
-		if err := json.Unmarshal(a.body, &t); err != nil || t.FencingToken == 0 {
-			return failed(e, c.name, fmt.Errorf("GET %s: not a token: %s", client.url(cf.path("/v1/token", "/token"), nil), a.body))
+		if err != nil {
+			return failed(e, c.name, err)
 		}
 		if cf.output == outputJSON {
-			_, _ = e.stdout.Write(a.body)
+			_, _ = e.stdout.Write(sc.last)
 		} else {
 			fmt.Fprintln(e.stdout, t.FencingToken)
 		}

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/pkg/api"
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // Waiting for leadership: each request asks the sidecar to block at most
@@ -62,19 +61,19 @@ again after a short backoff, until --timeout.
 		if *timeout < 0 {
 			return usageError(e, c, fmt.Sprintf("--timeout %v: must not be negative", *timeout))
 		}
-		client, err := cf.client()
+		sc, err := cf.client()
 		if err != nil {
 			return usageError(e, c, err.Error())
 		}
-		defer client.close()
-		return waitLeader(e, client, cf.path("/v1/leader", "/leader"), *timeout, cf.output)
+		defer sc.close()
+		return waitLeader(e, sc, *timeout, cf.output)
 	}
 	return c
 }
 
-// waitLeader asks GET path?wait= (/v1/leader, or a Lease's of a group)
-// until this instance leads or timeout (0: none) has passed.
-func waitLeader(e *env, client *sidecarClient, path string, timeout time.Duration, output string) int {
+// waitLeader asks GET /v1/leader?wait= (or a Lease's of a group) until
+// this instance leads or timeout (0: none) has passed.
+func waitLeader(e *env, sc *sidecarClient, timeout time.Duration, output string) int {
 	start := e.now()
 	remaining := func() time.Duration {
 		if timeout == 0 {
@@ -84,7 +83,7 @@ func waitLeader(e *env, client *sidecarClient, path string, timeout time.Duratio
 	}
 	var (
 		problem error // why the last request got no usable answer; nil after a status
-		last    httpapi.Status
+		last    api.Status
 		backoff = minRetry
 	)
 	for {
@@ -93,38 +92,37 @@ func waitLeader(e *env, client *sidecarClient, path string, timeout time.Duratio
 			break
 		}
 		wait := min(left, maxLeaderWait).Truncate(time.Millisecond)
-		q := url.Values{"wait": {wait.String()}}
-		a, err := client.do(e.ctx, http.MethodGet, path, q, wait+waitSlack)
+		var st api.Status
+		err := call(e.ctx, wait+waitSlack, func(ctx context.Context) (err error) {
+			st, err = sc.Leader(ctx, wait)
+			return err
+		})
 		if e.ctx.Err() != nil {
 			return failed(e, "wait", e.ctx.Err())
 		}
+		refused, isAnswer := errors.AsType[*client.Error](err)
+		_, unreachable := errors.AsType[*unreachableError](err)
 		var delay time.Duration
 		switch {
-		case err != nil:
-			delay = backoff
-		case a.code == http.StatusOK || (a.code == http.StatusServiceUnavailable && errorMessage(a.body) == ""):
-			// A status: leading (200), or not leading when the wait ran out (503).
-			var st httpapi.Status
-			if jerr := json.Unmarshal(a.body, &st); jerr != nil {
-				return failed(e, "wait", fmt.Errorf("GET %s: not a status: %v", client.url(path, q), jerr))
+		case err == nil && st.Leader:
+			if output == outputJSON {
+				_, _ = e.stdout.Write(sc.last)
+			} else {
+				fmt.Fprintf(e.stdout, "leading: term %d, fencing token %s, valid for %v (until %s)\n",
+					st.Term, st.FencingToken, time.Duration(st.ValidForMs)*time.Millisecond, st.ValidUntil)
 			}
-			if st.Leader {
-				if output == outputJSON {
-					_, _ = e.stdout.Write(a.body)
-				} else {
-					fmt.Fprintf(e.stdout, "leading: term %d, fencing token %s, valid for %v (until %s)\n",
-						st.Term, st.FencingToken, time.Duration(st.ValidForMs)*time.Millisecond, st.ValidUntil)
-				}
-				return exitDone
-			}
+			return exitDone
+		case err == nil:
+			// Not leading when the wait ran out (503 with a status).
 			problem, last, backoff = nil, st, minRetry
 			continue
-		case a.code == http.StatusServiceUnavailable:
+		case unreachable:
+			delay = backoff
+		case isAnswer && refused.StatusCode == http.StatusServiceUnavailable:
 			// An error, such as "shutting down": ask again after its Retry-After.
-			err = client.refused(http.MethodGet, path, a)
-			delay = retryAfter(a.header.Get("Retry-After"), e.now(), backoff)
+			delay = retryAfter(refused.Header.Get("Retry-After"), e.now(), backoff)
 		default:
-			return failed(e, "wait", client.refused(http.MethodGet, path, a))
+			return failed(e, "wait", err) // another answer, or one that is not a status
 		}
 		if problem == nil {
 			fmt.Fprintf(e.stderr, "leasehold wait: %v; asking again\n", err)
@@ -154,12 +152,8 @@ func waitLeader(e *env, client *sidecarClient, path string, timeout time.Duratio
 // an HTTP date, judged by now), within [minRetry, maxRetryAfter]; def when
 // the header is absent or does not parse.
 func retryAfter(header string, now time.Time, def time.Duration) time.Duration {
-	var d time.Duration
-	if secs, err := strconv.ParseUint(header, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-		d = time.Duration(min(secs, uint64(maxRetryAfter/time.Second))) * time.Second
-	} else if at, err := http.ParseTime(header); err == nil {
-		d = at.Sub(now)
-	} else {
+	d, ok := client.ParseRetryAfter(header, now)
+	if !ok {
 		return def
 	}
 	return min(max(d, minRetry), maxRetryAfter)

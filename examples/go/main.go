@@ -1,12 +1,15 @@
 // Command worker writes only while its leasehold sidecar says this pod leads.
 //
-// Standard library only: it is an app, not part of leasehold, and talks to
-// the sidecar over HTTP like any other language would. The pattern (the
-// same in every example):
+// It asks the sidecar through leasehold's Go client, pkg/client, which
+// imports the standard library and the API's types (pkg/api) only: no
+// Kubernetes library. Each call is one of the HTTP requests every other
+// example makes by hand. The pattern (the same in every example):
 //
-//  1. Block on the sidecar's watch until this pod leads: no busy polling.
-//  2. Before EACH write, ask GET /v1/token: 200 gives the fencing token and
-//     how long leadership is still valid; 503 means "not leader": stop.
+//  1. Block on the sidecar's watch until this pod leads: no busy polling
+//     (client.Watch: GET /v1/watch?index=&wait=).
+//  2. Before EACH write, ask for the token (client.Token: GET /v1/token):
+//     it gives the fencing token and how long leadership is still valid;
+//     client.ErrNotLeader means "not leader": stop.
 //  3. Attach the fencing token to every write, and let the store refuse a
 //     token smaller than one it has seen (HTTP 409): then a newer leader has
 //     written, so stop too, and wait for a newer term than the fenced one.
@@ -20,7 +23,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -28,41 +31,47 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/leasehold/leasehold/pkg/api"
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 const (
-	interval  = 50 * time.Millisecond // between writes
-	margin    = 2 * interval          // never start a write with less validity left
-	watchWait = "60s"                 // how long one blocking watch request may block
+	interval = 50 * time.Millisecond // between writes
+	margin   = 2 * interval          // never start a write with less validity left
 )
 
 var (
-	leasehold = strings.TrimRight(env("LEASEHOLD_URL", "http://127.0.0.1:4040"), "/")
-	store     = env("STORE_URL", "http://127.0.0.1:8080/write")
-	name      = env("WORKER_NAME", hostname())
+	store = env("STORE_URL", "http://127.0.0.1:8080/write")
+	name  = env("WORKER_NAME", hostname())
 )
 
 func main() {
 	log.SetPrefix(name + ": ")
+	// Requests that do not block (the token check) give up after 2s; the
+	// watch blocks for up to 5m per request, and its own bound.
+	lh, err := client.New(env("LEASEHOLD_URL", client.DefaultURL), client.WithTimeout(2*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
 	// SIGTERM/SIGINT cancel ctx, which ends any request in flight, even a
 	// blocking watch; the loops then return.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	var fenced uint64 // the largest token the store has refused: never lead with it again
+	var fenced api.FencingToken // the largest token the store has refused: never lead with it again
 	for ctx.Err() == nil {
 		log.Print("waiting for leadership")
-		token, err := waitForLeadership(ctx, fenced)
+		token, err := waitForLeadership(ctx, lh, fenced)
 		if err == nil {
 			log.Printf("leading with fencing token %d; starting work", token)
-			fenced, err = work(ctx, fenced)
+			fenced, err = work(ctx, lh, fenced)
 		}
 		if err != nil && ctx.Err() == nil {
-			// Sidecar or store unreachable, or an answer we did not expect.
+			// The store unreachable, or an answer we did not expect.
 			log.Printf("error: %v; retrying in 1s", err)
 			sleep(ctx, time.Second)
 		}
@@ -70,54 +79,41 @@ func main() {
 	log.Print("signal received: exiting")
 }
 
-// status is the part of GET /v1/watch's answer this worker reads.
-type status struct {
-	Leader       bool   `json:"leader"`
-	FencingToken uint64 `json:"fencingToken"`
-	Index        uint64 `json:"index"`
-}
-
 // waitForLeadership blocks until this pod leads a term whose token is above
-// fenced, and returns the token. GET /v1/watch answers at once without index
-// (or when the state has moved on), and otherwise blocks until the state
-// changes: a blocking query, not a poll. A return does not promise a change.
-func waitForLeadership(ctx context.Context, fenced uint64) (uint64, error) {
-	query := ""
-	for {
-		var st status
-		code, err := call(ctx, 90*time.Second, http.MethodGet, leasehold+"/v1/watch?wait="+watchWait+query, "", &st)
-		if err != nil {
-			return 0, err
-		}
-		if code != http.StatusOK {
-			return 0, fmt.Errorf("watch answered HTTP %d", code)
+// fenced, and returns the token. Watch yields the current state at once,
+// then each change of state; between changes it blocks in the sidecar: a
+// blocking query, not a poll. While the sidecar does not answer it yields
+// the error and asks again by itself.
+func waitForLeadership(ctx context.Context, lh *client.Client, fenced api.FencingToken) (api.FencingToken, error) {
+	var last error
+	for st, err := range lh.Watch(ctx) {
+		if last = err; err != nil {
+			log.Printf("watch: %v", err)
+			continue
 		}
 		if st.Leader && st.FencingToken > fenced {
 			return st.FencingToken, nil
 		}
-		query = "&index=" + strconv.FormatUint(st.Index, 10)
 	}
+	if last == nil {
+		last = ctx.Err()
+	}
+	return 0, last // ctx ended, or an answer asking again cannot change
 }
 
 // work writes every interval while this pod leads. It returns when
 // leadership ends, or when ctx ends; after a 409 it returns the rejected
 // token as the new fenced one.
-func work(ctx context.Context, fenced uint64) (uint64, error) {
+func work(ctx context.Context, lh *client.Client, fenced api.FencingToken) (api.FencingToken, error) {
 	for n := 1; ctx.Err() == nil; sleep(ctx, interval) {
 		// Rule 1: ask before every write; never cache the answer.
-		var lease struct {
-			FencingToken uint64 `json:"fencingToken"`
-			ValidForMs   int64  `json:"validForMs"`
-		}
-		code, err := call(ctx, 2*time.Second, http.MethodGet, leasehold+"/v1/token", "", &lease)
+		lease, err := lh.Token(ctx)
 		switch {
-		case err != nil:
-			return fenced, err
-		case code == http.StatusServiceUnavailable:
+		case errors.Is(err, client.ErrNotLeader):
 			log.Print("leadership lost; stopping work")
 			return fenced, nil
-		case code != http.StatusOK:
-			return fenced, fmt.Errorf("token check answered HTTP %d", code)
+		case err != nil:
+			return fenced, err
 		}
 		if time.Duration(lease.ValidForMs)*time.Millisecond < margin {
 			// Too close to the end of the term to start a write. The sidecar
@@ -126,8 +122,8 @@ func work(ctx context.Context, fenced uint64) (uint64, error) {
 		}
 
 		// Rule 2: the token travels with the write; the store checks it.
-		q := url.Values{"token": {strconv.FormatUint(lease.FencingToken, 10)}, "writer": {name}}
-		code, err = call(ctx, 2*time.Second, http.MethodPost, store+"?"+q.Encode(), fmt.Sprintf("write %d\n", n), nil)
+		q := url.Values{"token": {lease.FencingToken.String()}, "writer": {name}}
+		code, err := post(ctx, store+"?"+q.Encode(), fmt.Sprintf("write %d\n", n))
 		n++
 		switch {
 		case err != nil:
@@ -142,12 +138,11 @@ func work(ctx context.Context, fenced uint64) (uint64, error) {
 	return fenced, nil
 }
 
-// call makes one request bounded by timeout and, when out is not nil and the
-// answer is 200, decodes its JSON body into out. It returns the status code.
-func call(ctx context.Context, timeout time.Duration, method, url, body string, out any) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// post writes body to the store, within 2s, and returns the status code.
+func post(ctx context.Context, url, body string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -156,11 +151,8 @@ func call(ctx context.Context, timeout time.Duration, method, url, body string, 
 		return 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body) // read it all, so the connection is reused
-	if err == nil && out != nil && resp.StatusCode == http.StatusOK {
-		err = json.Unmarshal(data, out)
-	}
-	return resp.StatusCode, err
+	_, _ = io.Copy(io.Discard, resp.Body) // read it all, so the connection is reused
+	return resp.StatusCode, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {

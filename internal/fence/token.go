@@ -3,6 +3,8 @@ package fence
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // Annotation is the Lease annotation on which the holder publishes its
@@ -11,8 +13,11 @@ import (
 const Annotation = "leasehold.io/fencing-token"
 
 // Token is a fencing token. Tokens of later terms are larger. The zero Token
-// means "no token known" and is never the token of a term.
-type Token uint64
+// means "no token known" and is never the token of a term. It is the API's
+// api.FencingToken (a JSON number; String formats it in decimal, as the
+// resourceVersion it came from): the token the election derives is the one
+// the API answers, with no conversion between them.
+type Token = api.FencingToken
 
 // FromResourceVersion converts the resourceVersion returned by an acquiring
 // write into that term's token. It accepts exactly the well-formed
@@ -38,9 +43,6 @@ func Published(annotations map[string]string) (Token, bool) {
 	t, err := FromResourceVersion(v)
 	return t, err == nil
 }
-
-// String formats the token as the decimal resourceVersion it came from.
-func (t Token) String() string { return strconv.FormatUint(uint64(t), 10) }
 
 // Credible reports whether a token published on a Lease can be the current
 // term's, given the resourceVersion the Lease has now (leaseRV) and the

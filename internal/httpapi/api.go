@@ -7,7 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/leasehold/leasehold/internal/elect"
-	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // apiRouter routes the API listener.
@@ -72,14 +72,6 @@ func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request, el Electio
 	respond(w, code, snap, st)
 }
 
-// token is the body of GET /v1/token.
-type token struct {
-	FencingToken fence.Token `json:"fencingToken"`
-	Term         int32       `json:"term"`
-	ValidUntil   string      `json:"validUntil"`
-	ValidForMs   int64       `json:"validForMs"`
-}
-
 // handleToken serves GET /v1/token (and GET /v1/leases/{lease}/token) for
 // el: 200 with the own term's token and
 // validity when leader, else 503 with a JSON error (not_leader) and
@@ -92,14 +84,7 @@ func (s *Server) handleToken(w http.ResponseWriter, _ *http.Request, el Election
 		writeError(w, http.StatusServiceUnavailable, codeNotLeader, "not leader")
 		return
 	}
-	writeJSON(w, http.StatusOK, token{FencingToken: st.FencingToken, Term: st.Term, ValidUntil: st.ValidUntil, ValidForMs: st.ValidForMs})
-}
-
-// released is the body of POST /v1/release: the status after the release,
-// plus whether a release was written.
-type released struct {
-	Released bool `json:"released"`
-	Status
+	writeJSON(w, http.StatusOK, api.Token{FencingToken: st.FencingToken, Term: st.Term, ValidUntil: st.ValidUntil, ValidForMs: st.ValidForMs})
 }
 
 // handleRelease serves POST /v1/release[?for=D] (and
@@ -138,19 +123,14 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, el Electi
 	}
 	log.Info("release requested over HTTP", "released", ok, "stayOut", stayOut)
 	snap := el.Snapshot()
-	respond(w, http.StatusOK, snap, released{Released: ok, Status: s.statusOf(snap)})
+	respond(w, http.StatusOK, snap, api.Release{Released: ok, Status: s.statusOf(snap)})
 }
 
-// name is the body of GET /, as served by the retired Kubernetes contrib
-// leader-elector sidecar.
-type name struct {
-	Name string `json:"name"`
-}
-
-// handleRoot serves GET / for el: {"name": "<holder>"}, "" when none.
+// handleRoot serves GET / for el: {"name": "<holder>"}, "" when none, as
+// the retired Kubernetes contrib leader-elector sidecar served it.
 func (s *Server) handleRoot(w http.ResponseWriter, _ *http.Request, el Election) {
 	snap := el.Snapshot()
-	respond(w, http.StatusOK, snap, name{Name: snap.Holder})
+	respond(w, http.StatusOK, snap, api.Name{Name: snap.Holder})
 }
 
 // respond answers code with body, which describes snap.

@@ -8,50 +8,29 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
-// errorCode is the machine-readable code of an error answer, next to its
-// human-readable message. The codes are public contract, listed in
-// api/openapi.yaml (ErrorCode): a code is never renamed or given another
-// meaning; new ones may be added, so a client treats an unknown code as
-// its HTTP status.
-type errorCode string
+// errorCode is the machine-readable code of an error answer: pkg/api's
+// ErrorCode, where each code's meaning is documented (and api/openapi.yaml
+// lists them). A code is never renamed or given another meaning.
+type errorCode = api.ErrorCode
 
+// The codes this server answers with (pkg/api says which status carries
+// each, and when).
 const (
-	// codeBadParameter (400): a query parameter is missing, malformed or
-	// out of range, or the query string is malformed.
-	codeBadParameter errorCode = "bad_parameter"
-	// codeNotFound (404): no route serves the path on this listener.
-	codeNotFound errorCode = "not_found"
-	// codeMethodNotAllowed (405): the path is served, with other methods
-	// (listed in Allow).
-	codeMethodNotAllowed errorCode = "method_not_allowed"
-	// codeConflict (409): POST /v1/hold for a term this instance does not
-	// lead, or that is being released.
-	codeConflict errorCode = "conflict"
-	// codeNotLeader (503): GET /v1/token while this instance is not the
-	// valid leader.
-	codeNotLeader errorCode = "not_leader"
-	// codeNotReady (503): GET /readyz before the Lease has been observed.
-	codeNotReady errorCode = "not_ready"
-	// codeElectionStalled (503): GET /livez once the election loop has
-	// made no progress for 2 × LeaseDuration.
-	codeElectionStalled errorCode = "election_stalled"
-	// codeShuttingDown (503): the sidecar is shutting down: /readyz from
-	// BeginShutdown on; a request that would block, or a hold, after
-	// EndBlockingRequests; a release the stopped election can no longer do.
-	codeShuttingDown errorCode = "shutting_down"
-	// codeReleaseFailed (503): POST /v1/release: the election could not
-	// read or write the Lease.
-	codeReleaseFailed errorCode = "release_failed"
-	// codeLeaseGroup (409): an endpoint that names no Lease (/v1/status,
-	// /v1/leader, /v1/token, /v1/watch, /v1/release, /v1/hold, GET /) on a
-	// sidecar that serves a lease group; the message points at
-	// /v1/leases/{lease}.
-	codeLeaseGroup errorCode = "lease_group"
-	// codeUnknownLease (404): /v1/leases/{lease} names no Lease this
-	// sidecar serves.
-	codeUnknownLease errorCode = "unknown_lease"
+	codeBadParameter     = api.CodeBadParameter
+	codeNotFound         = api.CodeNotFound
+	codeMethodNotAllowed = api.CodeMethodNotAllowed
+	codeConflict         = api.CodeConflict
+	codeNotLeader        = api.CodeNotLeader
+	codeNotReady         = api.CodeNotReady
+	codeElectionStalled  = api.CodeElectionStalled
+	codeShuttingDown     = api.CodeShuttingDown // /readyz from BeginShutdown on; blocking requests and holds after EndBlockingRequests
+	codeReleaseFailed    = api.CodeReleaseFailed
+	codeLeaseGroup       = api.CodeLeaseGroup
+	codeUnknownLease     = api.CodeUnknownLease
 )
 
 // Retry-After values of the 503 answers (whole seconds, the header's
@@ -84,20 +63,13 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(d/time.Second))))
 }
 
-// errorBody is the JSON body of every error answer:
-// {"error": "<message for people>", "code": "<errorCode>"}.
-type errorBody struct {
-	Error string    `json:"error"`
-	Code  errorCode `json:"code"`
-}
-
 // writeError answers status with {"error": msg, "code": code}. Every 503
 // also carries Retry-After (retryAfterOf).
 func writeError(w http.ResponseWriter, status int, code errorCode, msg string) {
 	if status == http.StatusServiceUnavailable {
 		setRetryAfter(w, retryAfterOf(code))
 	}
-	writeJSON(w, status, errorBody{Error: msg, Code: code})
+	writeJSON(w, status, api.Error{Message: msg, Code: code})
 }
 
 // badParameter answers 400 with err's message.

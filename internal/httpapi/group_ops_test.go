@@ -13,16 +13,17 @@ import (
 
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/group"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // errorMessage is the error message of an error answer's body.
 func errorMessage(t *testing.T, body []byte) string {
 	t.Helper()
-	var e errorBody
+	var e api.Error
 	if err := json.Unmarshal(body, &e); err != nil {
 		t.Fatalf("%s: %v", body, err)
 	}
-	return e.Error
+	return e.Message
 }
 
 // In group mode /livez fails as soon as one election's loop has made no

@@ -3,14 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-)
 
-// held is the body of POST /v1/hold when the hold is granted: the status
-// at that moment, plus held: true.
-type held struct {
-	Held bool `json:"held"`
-	Status
-}
+	"github.com/leasehold/leasehold/pkg/api"
+)
 
 // handleHold serves POST /v1/hold?token=T (and
 // POST /v1/leases/{lease}/hold?token=T) for el: hold the term with fencing token
@@ -65,7 +60,7 @@ func (s *Server) handleHold(w http.ResponseWriter, r *http.Request, el Election)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no") // tell proxies not to buffer
 	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(held{Held: true, Status: s.statusOf(snap)})
+	_ = json.NewEncoder(w).Encode(api.Held{Held: true, Status: s.statusOf(snap)})
 	if err := http.NewResponseController(w).Flush(); err != nil {
 		log.Debug("hold: the client left before the answer was sent", "fencingToken", tok, "err", err)
 		return

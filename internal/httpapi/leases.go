@@ -9,23 +9,12 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/leasehold/leasehold/internal/group"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
-// Leases is the JSON body of GET /v1/leases: every Lease's status, in
-// configured order. Its field names are public contract.
-type Leases struct {
-	// Index is the group's Index (group.Snapshot.Index): it changes
-	// whenever one of the Leases' index does, or the member count does. In
-	// single-Lease mode it is that Lease's index.
-	Index uint64 `json:"index"`
-	// Members is the number of live members of the group this instance
-	// sees, itself included; null when no membership is kept (a single
-	// Lease, or an observer).
-	Members *int `json:"members"`
-	// Leases are the statuses, each exactly what GET /v1/status (or GET
-	// /v1/leases/{lease}) answers for that Lease.
-	Leases []Status `json:"leases"`
-}
+// Leases is the JSON body of GET /v1/leases: pkg/api's, whose field names
+// are public contract.
+type Leases = api.Leases
 
 // leasesOf describes the group at snap's Index, every Lease as its
 // election's latest Snapshot says, judged at one same instant (statusOf for

@@ -162,7 +162,9 @@ func TestUnnamedEndpointsInGroupMode(t *testing.T) {
 		rec := do(c.h, c.method, c.target)
 		raw := bytes.Clone(rec.Body.Bytes())
 		wantError(t, rec, http.StatusConflict, codeLeaseGroup)
-		var body errorBody
+		var body struct {
+			Error string `json:"error"`
+		}
 		if err := json.Unmarshal(raw, &body); err != nil {
 			t.Fatal(err)
 		}

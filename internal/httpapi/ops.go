@@ -7,6 +7,8 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // opsRouter routes the read-only OPS listener.
@@ -21,11 +23,6 @@ func (s *Server) opsRouter(reg *prometheus.Registry) *mux.Router {
 	r.HandleFunc("/v1/leases/{lease}", s.named(s.handleStatus)).Methods(http.MethodGet)
 	r.HandleFunc("/v1/leases/{lease}/leader", s.named(s.handleLeader)).Methods(http.MethodGet)
 	return r
-}
-
-// probe is the body of a passing probe.
-type probe struct {
-	Status string `json:"status"`
 }
 
 // handleLivez serves GET /livez: 200 unless an election loop has made no
@@ -50,7 +47,7 @@ func (s *Server) handleLivez(w http.ResponseWriter, _ *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, probe{Status: "ok"})
+	writeJSON(w, http.StatusOK, api.Probe{Status: "ok"})
 }
 
 // handleReadyz serves GET /readyz: 200 once the Lease (in group mode,
@@ -69,7 +66,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, _ *http.Request) {
 	}
 	switch {
 	case len(unobserved) == 0:
-		writeJSON(w, http.StatusOK, probe{Status: "ready"})
+		writeJSON(w, http.StatusOK, api.Probe{Status: "ready"})
 	case !s.grouped:
 		writeError(w, http.StatusServiceUnavailable, codeNotReady, "the Lease has not been observed yet")
 	default:

@@ -76,6 +76,7 @@ import (
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/group"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // Election is what the HTTP layer needs from the elector. *elect.Elector
@@ -164,7 +165,7 @@ const (
 const defaultHeartbeat = 15 * time.Second
 
 // indexHeader carries the Index on every response.
-const indexHeader = "X-Leasehold-Index"
+const indexHeader = api.IndexHeader
 
 // Server serves the API and OPS listeners for one Election, or for the
 // Elections of a lease group.

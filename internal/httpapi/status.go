@@ -6,47 +6,16 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/elect"
-	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // Status is the JSON body of GET /v1/status and of every answer that
-// carries the election state. Its field names are public contract.
-type Status struct {
-	Identity     string      `json:"identity"`
-	Namespace    string      `json:"namespace"`
-	Lease        string      `json:"lease"`
-	Leader       bool        `json:"leader"`
-	Holder       string      `json:"holder"`
-	Term         int32       `json:"term"`
-	FencingToken fence.Token `json:"fencingToken"`
-	ValidUntil   string      `json:"validUntil,omitempty"` // absent when not leader
-	ValidForMs   int64       `json:"validForMs"`           // 0 when not leader
-	AcquiredAt   string      `json:"acquiredAt,omitempty"`
-	RenewedAt    string      `json:"renewedAt,omitempty"`
-	ObservedAt   string      `json:"observedAt,omitempty"`
-	Index        uint64      `json:"index"`
-	// Candidate is true while this instance campaigns (or leads): false
-	// while health-gated candidacy holds it out, or after POST /v1/release
-	// until its stay-out ends.
-	Candidate bool `json:"candidate"`
-	// AppHealth is the app's health as last probed; absent unless
-	// LEASEHOLD_APP_HEALTH_URL is set.
-	AppHealth *AppHealth `json:"appHealth,omitempty"`
-	// LastError is why the election's last request on the Lease failed
-	// (a missing namespace, a 403, a timeout); null once a later one
-	// succeeded. LastErrorAt is when; absent when LastError is null.
-	LastError   *string `json:"lastError"`
-	LastErrorAt string  `json:"lastErrorAt,omitempty"`
-}
-
-// AppHealth reports health-gated candidacy's view of the app.
-type AppHealth struct {
-	Healthy             bool   `json:"healthy"`
-	ConsecutiveFailures int    `json:"consecutiveFailures"`
-	LastCheckAt         string `json:"lastCheckAt,omitempty"`   // absent before the first probe
-	LastSuccessAt       string `json:"lastSuccessAt,omitempty"` // absent before the first 2xx
-	LastError           string `json:"lastError,omitempty"`     // why the latest probe failed; absent after a success
-}
+// carries the election state: pkg/api's, whose field names are public
+// contract. AppHealth is its appHealth.
+type (
+	Status    = api.Status
+	AppHealth = api.AppHealth
+)
 
 // statusOf describes snap as judged now, by the Server's clock: leader,
 // validUntil and validForMs come from snap.IsLeader(now) and

@@ -1,7 +1,8 @@
 // Package runner is `leasehold run`, the second mode of the leasehold
 // binary, in the style of `consul lock` and `etcdctl lock`: it runs a
 // command only while this instance leads, for apps that cannot speak HTTP.
-// It runs in the app container and talks to the sidecar's HTTP API only:
+// It runs in the app container and talks to the sidecar's HTTP API only,
+// through pkg/client:
 //
 //	leasehold run [--sidecar http://127.0.0.1:4040] [--grace 3s] [--start-delay 4s] -- COMMAND [ARG...]
 //

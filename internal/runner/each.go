@@ -2,11 +2,7 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -37,7 +33,12 @@ func RunEach(ctx context.Context, cfg Config) int {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	names, ok := groupLeases(ctx, cfg)
+	sc, err := newSidecar(cfg.Sidecar, cfg.Client, "")
+	if err != nil {
+		log.Error("cannot ask the sidecar", "sidecar", cfg.Sidecar.Redacted(), "err", err)
+		return ExitFailed
+	}
+	names, ok := groupLeases(ctx, sc, log)
 	if !ok {
 		return ExitOK // ctx ended before the sidecar answered
 	}
@@ -78,8 +79,7 @@ func RunEach(ctx context.Context, cfg Config) int {
 
 // groupLeases asks GET /v1/leases until the sidecar answers 200 or ctx
 // ends, and returns the names of its Leases.
-func groupLeases(ctx context.Context, cfg Config) ([]string, bool) {
-	sc := newSidecar(cfg.Sidecar, cfg.Client, "")
+func groupLeases(ctx context.Context, sc *sidecar, log *slog.Logger) ([]string, bool) {
 	defer sc.client.CloseIdleConnections()
 	backoff := minBackoff
 	for {
@@ -87,9 +87,7 @@ func groupLeases(ctx context.Context, cfg Config) ([]string, bool) {
 		if err == nil {
 			return names, true
 		}
-		if cfg.Logger != nil {
-			cfg.Logger.Warn("cannot list the sidecar's Leases; retrying", "err", err, "retryIn", backoff)
-		}
+		log.Warn("cannot list the sidecar's Leases; retrying", "err", err, "retryIn", backoff)
 		select {
 		case <-ctx.Done():
 			return nil, false
@@ -99,31 +97,11 @@ func groupLeases(ctx context.Context, cfg Config) ([]string, bool) {
 	}
 }
 
-// leaseNames asks GET /v1/leases once.
+// leaseNames asks GET /v1/leases once, giving up after requestSlack.
 func (s *sidecar) leaseNames(ctx context.Context) ([]string, error) {
-	u := *s.base
-	u.Path += "/v1/leases"
-	ctx, cancel := context.WithTimeout(ctx, requestSlack)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	all, err := s.client.Leases(ctx)
 	if err != nil {
 		return nil, err
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: status %d: %.200s", u.Redacted(), resp.StatusCode, body)
-	}
-	var all leases
-	if err := json.Unmarshal(body, &all); err != nil {
-		return nil, fmt.Errorf("GET %s: decode the leases: %w", u.Redacted(), err)
 	}
 	names := make([]string, 0, len(all.Leases))
 	for _, st := range all.Leases {

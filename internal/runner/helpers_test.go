@@ -19,8 +19,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // TestMain checks that no goroutine of a Run outlives it.
@@ -36,14 +36,14 @@ const generous = 20 * time.Second
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
 // leading is the status of an instance that leads with token tok.
-func leading(tok fence.Token, term int32, validFor time.Duration, index uint64) httpapi.Status {
-	return httpapi.Status{Identity: "me", Leader: true, Holder: "me", Term: term, FencingToken: tok,
+func leading(tok fence.Token, term int32, validFor time.Duration, index uint64) api.Status {
+	return api.Status{Identity: "me", Leader: true, Holder: "me", Term: term, FencingToken: tok,
 		ValidForMs: validFor.Milliseconds(), Index: index}
 }
 
 // following is the status of an instance that does not lead.
-func following(tok fence.Token, index uint64) httpapi.Status {
-	return httpapi.Status{Identity: "me", Holder: "other", Term: 1, FencingToken: tok, Index: index}
+func following(tok fence.Token, index uint64) api.Status {
+	return api.Status{Identity: "me", Holder: "other", Term: 1, FencingToken: tok, Index: index}
 }
 
 // watchRequest is one GET /v1/watch the fake sidecar received.
@@ -65,7 +65,7 @@ type fakeSidecar struct {
 	once    sync.Once
 
 	mu       sync.Mutex
-	st       httpapi.Status
+	st       api.Status
 	wake     chan struct{} // closed to answer every blocked request
 	hang     bool
 	refusal  *refusal // when set, every request gets it
@@ -97,7 +97,7 @@ type holdReq struct {
 	gone    bool // the client left before an answer (holdHang)
 }
 
-func newFakeSidecar(t *testing.T, st httpapi.Status) *fakeSidecar {
+func newFakeSidecar(t *testing.T, st api.Status) *fakeSidecar {
 	f := &fakeSidecar{st: st, wake: make(chan struct{}), closing: make(chan struct{}), endHolds: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.close)
@@ -271,7 +271,7 @@ func (f *fakeSidecar) openHolds() int {
 }
 
 // set publishes st and answers every held request (unless hanging).
-func (f *fakeSidecar) set(st httpapi.Status) {
+func (f *fakeSidecar) set(st api.Status) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.st = st
@@ -491,7 +491,7 @@ type setup struct {
 	cfg     Config
 }
 
-func newSetup(t *testing.T, st httpapi.Status, grace time.Duration, script string) *setup {
+func newSetup(t *testing.T, st api.Status, grace time.Duration, script string) *setup {
 	clk := clocktesting.NewFakeClock(t0)
 	s := &setup{clock: clk, sidecar: newFakeSidecar(t, st), logs: newLogs(t, clk)}
 	s.beats = filepath.Join(t.TempDir(), "beats")

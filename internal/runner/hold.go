@@ -1,27 +1,16 @@
 package runner
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sync"
-	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/pkg/client"
 )
-
-// holdTimeout bounds a hold request until its grant (the headers and the
-// body's one line) has arrived.
-const holdTimeout = requestSlack
-
-// maxGrant bounds the grant's one line of JSON.
-const maxGrant = 64 << 10
 
 // errHoldsUnsupported is a sidecar that answers POST /v1/hold with 404: a
 // leasehold older than holds.
@@ -31,107 +20,50 @@ var errHoldsUnsupported = errors.New("404 Not Found: no holds on this sidecar")
 // answer. While it is open, a voluntary release of that term waits, at most
 // until the term's validity ends. Closing the connection ends it.
 type hold struct {
-	token  fence.Token
-	cancel context.CancelFunc
-	done   chan struct{} // closed once the connection is closed and its reader has ended
+	token fence.Token
+	held  *client.Hold
+	done  chan struct{} // closed once the hold has ended and its end has been logged
 }
 
 // close ends the hold: it closes the connection, which tells the sidecar,
-// and waits for the goroutine that read it. It is idempotent, and a no-op
-// on nil.
+// and waits for the goroutine that followed it. It is idempotent, and a
+// no-op on nil.
 func (h *hold) close() {
 	if h == nil {
 		return
 	}
-	h.cancel()
+	h.held.Close()
 	<-h.done
 }
 
-// hold asks POST /v1/hold?token=token. On a grant (200, then one line of
-// JSON with held: true) it returns the open hold, whose connection a
-// goroutine reads until the hold is closed or the sidecar ends it (logged:
-// the runner's validity deadline then still governs). It gives up on the
-// grant after holdTimeout. Errors: errHoldsUnsupported for a 404, a
-// *statusError for any other answer (the sidecar refuses: the term is
+// hold asks POST /v1/hold?token=token (client.Client.Hold). On a grant it
+// returns the open hold, whose end by the sidecar a goroutine logs (the
+// runner's validity deadline then still governs). It gives up on the grant
+// after requestSlack. Errors: errHoldsUnsupported for a 404, a
+// *client.Error for any other answer (the sidecar refuses: the term is
 // ending), anything else when there was no answer.
 //
 // The hold's lifetime is not ctx's: ctx only cancels the request until it
 // is granted, so that a signal to the runner does not end the hold before
 // its command has stopped.
 func (s *sidecar) hold(ctx context.Context, token fence.Token, log *slog.Logger) (*hold, error) {
-	u := *s.base
-	u.Path += "/v1/hold"
-	if s.lease != "" {
-		u.Path = s.base.Path + "/v1/leases/" + url.PathEscape(s.lease) + "/hold"
+	held, err := s.client.Hold(ctx, token)
+	if e, ok := errors.AsType[*client.Error](err); ok && e.StatusCode == http.StatusNotFound {
+		return nil, fmt.Errorf("%s %s: %w", e.Method, e.URL, errHoldsUnsupported)
 	}
-	u.RawQuery = url.Values{"token": {token.String()}}.Encode()
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, cancel) // ctx cancels the request until the grant
-	timer := time.AfterFunc(holdTimeout, cancel)
-	granted := false
-	defer func() {
-		stop()
-		timer.Stop()
-		if !granted {
-			cancel()
-		}
-	}()
-	req, err := http.NewRequestWithContext(hctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-		if resp.StatusCode == http.StatusNotFound {
-			return nil, fmt.Errorf("POST %s: %w", u.Redacted(), errHoldsUnsupported)
-		}
-		return nil, &statusError{
-			msg:        fmt.Sprintf("POST %s: status %d: %.200s", u.Redacted(), resp.StatusCode, body),
-			retryAfter: resp.Header.Get("Retry-After"),
-		}
-	}
-	br := bufio.NewReaderSize(resp.Body, maxGrant)
-	line, err := br.ReadSlice('\n')
-	var grant struct {
-		Held         bool        `json:"held"`
-		FencingToken fence.Token `json:"fencingToken"`
-	}
-	if err == nil {
-		err = json.Unmarshal(line, &grant)
-	}
-	if err == nil && !grant.Held {
-		err = errors.New(`the answer lacks "held": true`)
-	}
-	if err != nil || !stop() || !timer.Stop() {
-		resp.Body.Close()
-		return nil, fmt.Errorf("POST %s: read the grant: %w", u.Redacted(), cmpErr(err, context.Cause(hctx)))
-	}
-	granted = true
-	h := &hold{token: token, cancel: cancel, done: make(chan struct{})}
+	h := &hold{token: token, held: held, done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
-		defer resp.Body.Close()
-		_, err := io.Copy(io.Discard, br)
-		if hctx.Err() == nil {
+		<-held.Done()
+		if err := held.Err(); err != nil {
 			log.Warn("the sidecar ended the hold on the term (it is shutting down, or gone); the validity deadline still governs",
 				"fencingToken", token, "err", err)
 		}
 	}()
 	return h, nil
-}
-
-// cmpErr is err, or else alt.
-func cmpErr(err, alt error) error {
-	if err != nil {
-		return err
-	}
-	return alt
 }
 
 // holdResult is the outcome of one hold request: the open hold, or why

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // A sidecar that answers 503 with Retry-After: 2 (as one that shuts down
@@ -79,13 +81,13 @@ func TestRetryDelay(t *testing.T) {
 		t0.Add(-5 * time.Second).Format(http.TimeFormat): minBackoff,
 		t0.Add(time.Hour).Format(http.TimeFormat):        maxRetryAfter,
 	} {
-		got, ok := retryDelay(&statusError{msg: "503", retryAfter: value}, clk)
+		got, ok := retryDelay(&client.Error{StatusCode: 503, Header: http.Header{"Retry-After": {value}}}, clk)
 		if !ok || got != want {
 			t.Errorf("Retry-After %q: %v, %v; want %v", value, got, ok, want)
 		}
 	}
 	for _, value := range []string{"", "-1", "soon", "1.5"} {
-		if got, ok := retryDelay(&statusError{msg: "503", retryAfter: value}, clk); ok {
+		if got, ok := retryDelay(&client.Error{StatusCode: 503, Header: http.Header{"Retry-After": {value}}}, clk); ok {
 			t.Errorf("Retry-After %q: %v; want none (the short backoff)", value, got)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // Exit statuses of the runner itself; otherwise it exits with the
@@ -97,7 +98,11 @@ func Run(ctx context.Context, cfg Config) int {
 		return ExitFailed
 	}
 	r.path = path
-	sc := newSidecar(cfg.Sidecar, cfg.Client, cfg.Lease)
+	sc, err := newSidecar(cfg.Sidecar, cfg.Client, cfg.Lease)
+	if err != nil {
+		r.log.Error("cannot ask the sidecar", "sidecar", cfg.Sidecar.Redacted(), "err", err)
+		return ExitFailed
+	}
 	r.watcher = newWatcher(sc, r.clock, r.log)
 	defer r.watcher.close()
 	r.holder = newHolder(sc, r.log)
@@ -206,7 +211,7 @@ func (r *runner) startable() bool {
 // started.
 func (r *runner) held(res holdResult) error {
 	current := r.startable() && r.cur.token == res.token
-	_, refused := errors.AsType[*statusError](res.err)
+	_, refused := errors.AsType[*client.Error](res.err)
 	switch {
 	case res.err == nil:
 		r.holdBackoff = 0

@@ -2,20 +2,17 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/pkg/api"
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // Bounds of the long-poll wait the runner asks for.
@@ -35,126 +32,51 @@ const (
 )
 
 // requestSlack is added to a watch's wait (and the server's jitter, at most
-// wait/16) to time out a request that the sidecar does not answer.
-const requestSlack = 5 * time.Second
+// wait/16) to time out a request that the sidecar does not answer
+// (client.RequestSlack); it also bounds a request that does not block, and
+// a hold until it is granted.
+const requestSlack = client.RequestSlack
 
-// maxBody bounds the status body read from the sidecar.
-const maxBody = 1 << 20
-
-// sidecar is the client of the sidecar's GET /v1/watch, or, for one Lease
-// of a group, of GET /v1/leases.
+// sidecar is the runner's client of the sidecar's API: GET /v1/watch, or,
+// for one Lease of a group, GET /v1/leases (client.Client.Poll); POST
+// /v1/hold; GET /v1/leases.
 type sidecar struct {
-	base   *url.URL
-	client *http.Client
-	lease  string // the Lease of a group to follow; "" for the one Lease
+	client *client.Client
 }
 
-func newSidecar(base *url.URL, client *http.Client, lease string) *sidecar {
-	if client == nil {
-		// A sidecar in the same pod is never reached through a proxy, and
-		// the app's HTTP_PROXY must not say otherwise.
-		transport := http.DefaultTransport.(*http.Transport).Clone()
-		transport.Proxy = nil
-		client = &http.Client{Transport: transport}
+// newSidecar is the client of the sidecar at base, about lease ("" for its
+// one Lease), sending with hc (nil: a client that never uses a proxy).
+func newSidecar(base *url.URL, hc *http.Client, lease string) (*sidecar, error) {
+	opts := []client.Option{client.WithTimeout(requestSlack)}
+	if hc != nil {
+		opts = append(opts, client.WithHTTPClient(hc))
 	}
-	return &sidecar{base: base, client: client, lease: lease}
-}
-
-// leases is the part of the body of GET /v1/leases the runner reads.
-type leases struct {
-	Index  uint64           `json:"index"`
-	Leases []httpapi.Status `json:"leases"`
-}
-
-// watch asks GET /v1/watch?wait=wait[&index=index] and decodes the status;
-// for a Lease of a group, GET /v1/leases with the same parameters, and
-// returns that Lease's status with the group's Index (the index the next
-// request watches from). It gives up after wait plus the server's jitter
-// plus requestSlack.
-func (s *sidecar) watch(ctx context.Context, index uint64, hasIndex bool, wait time.Duration) (httpapi.Status, error) {
-	q := url.Values{"wait": {wait.String()}}
-	if hasIndex {
-		q.Set("index", strconv.FormatUint(index, 10))
-	}
-	u := *s.base
-	u.Path += "/v1/watch"
-	if s.lease != "" {
-		u.Path = s.base.Path + "/v1/leases"
-	}
-	u.RawQuery = q.Encode()
-	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+requestSlack)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	c, err := client.New(base.String(), opts...)
 	if err != nil {
-		return httpapi.Status{}, err
+		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return httpapi.Status{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return httpapi.Status{}, fmt.Errorf("GET %s: read the answer: %w", u.Redacted(), err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return httpapi.Status{}, &statusError{
-			msg:        fmt.Sprintf("GET %s: status %d: %.200s", u.Redacted(), resp.StatusCode, body),
-			retryAfter: resp.Header.Get("Retry-After"),
-		}
-	}
-	if s.lease != "" {
-		return s.leaseOf(body, u)
-	}
-	var st httpapi.Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return httpapi.Status{}, fmt.Errorf("GET %s: decode the status: %w", u.Redacted(), err)
-	}
-	return st, nil
+	return &sidecar{client: c.Lease(lease)}, nil
 }
 
-// leaseOf picks s.lease's status out of a GET /v1/leases body, with the
-// group's Index.
-func (s *sidecar) leaseOf(body []byte, u url.URL) (httpapi.Status, error) {
-	var all leases
-	if err := json.Unmarshal(body, &all); err != nil {
-		return httpapi.Status{}, fmt.Errorf("GET %s: decode the leases: %w", u.Redacted(), err)
-	}
-	for _, st := range all.Leases {
-		if st.Lease == s.lease {
-			st.Index = all.Index
-			return st, nil
-		}
-	}
-	return httpapi.Status{}, fmt.Errorf("GET %s: the sidecar follows no Lease named %q", u.Redacted(), s.lease)
+// watch asks GET /v1/watch?wait=wait[&index=index] (no index when 0) and
+// returns the status and the index the next request watches from; for a
+// Lease of a group, GET /v1/leases with the same parameters, that Lease's
+// status, and the group's index. It gives up after wait plus the server's
+// jitter plus requestSlack.
+func (s *sidecar) watch(ctx context.Context, index uint64, wait time.Duration) (api.Status, uint64, error) {
+	return s.client.Poll(ctx, index, wait)
 }
-
-// statusError is an answer of the sidecar other than 200.
-type statusError struct {
-	msg        string
-	retryAfter string // the Retry-After header, "" when absent
-}
-
-func (e *statusError) Error() string { return e.msg }
 
 // retryDelay is how long to wait before asking again after err: the
-// Retry-After of a statusError (delta-seconds or an HTTP date, judged by
-// clk), clamped to [minBackoff, maxRetryAfter]; ok is false when err has
-// none, or none that parses.
+// Retry-After of an answer other than 200 (delta-seconds or an HTTP date,
+// judged by clk), clamped to [minBackoff, maxRetryAfter]; ok is false when
+// err has none, or none that parses.
 func retryDelay(err error, clk clock.PassiveClock) (d time.Duration, ok bool) {
-	se, isStatus := errors.AsType[*statusError](err)
-	if !isStatus || se.retryAfter == "" {
+	e, isAnswer := errors.AsType[*client.Error](err)
+	if !isAnswer {
 		return 0, false
 	}
-	if secs, perr := strconv.ParseInt(se.retryAfter, 10, 64); perr == nil || (errors.Is(perr, strconv.ErrRange) && secs > 0) {
-		if secs < 0 {
-			return 0, false
-		}
-		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second)+1)) * time.Second
-	} else if at, perr := http.ParseTime(se.retryAfter); perr == nil {
-		d = at.Sub(clk.Now())
-	} else {
+	if d, ok = e.RetryAfter(clk.Now()); !ok {
 		return 0, false
 	}
 	return min(max(d, minBackoff), maxRetryAfter), true
@@ -164,7 +86,8 @@ func retryDelay(err error, clk clock.PassiveClock) (d time.Duration, ok bool) {
 // taken just before the request that got it was sent: the sidecar computed
 // it later, so sent + validForMs never overstates the validity.
 type answer struct {
-	status  httpapi.Status
+	status  api.Status
+	next    uint64 // the index the next request watches from
 	sent    time.Time
 	indexed bool // the request had an index: it may have blocked
 }
@@ -181,11 +104,10 @@ type watcher struct {
 
 	results chan answer // capacity 1: a finished request never blocks
 
-	busy     bool // a request is in flight, or its answer is unread
-	index    uint64
-	hasIndex bool
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	busy   bool   // a request is in flight, or its answer is unread
+	index  uint64 // the index to watch from; 0 before the first answer
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 func newWatcher(s *sidecar, clk clock.Clock, log *slog.Logger) *watcher {
@@ -201,8 +123,11 @@ func (w *watcher) ask(ctx context.Context, wait time.Duration, fresh bool) bool 
 	}
 	w.busy = true
 	ctx, w.cancel = context.WithCancel(ctx)
-	index, hasIndex := w.index, w.hasIndex && !fresh
-	w.wg.Go(func() { w.fetch(ctx, index, hasIndex, wait) })
+	index := w.index
+	if fresh {
+		index = 0
+	}
+	w.wg.Go(func() { w.fetch(ctx, index, wait) })
 	return true
 }
 
@@ -211,7 +136,7 @@ func (w *watcher) ask(ctx context.Context, wait time.Duration, fresh bool) bool 
 func (w *watcher) received(a answer) {
 	w.busy = false
 	w.cancel()
-	w.index, w.hasIndex = a.status.Index, true
+	w.index = a.next
 }
 
 // close cancels the request in flight, if any, waits for its goroutine, and
@@ -229,16 +154,16 @@ func (w *watcher) close() {
 // doubling up to maxBackoff), or the Retry-After the sidecar asked for
 // (retryDelay). The runner's loop keeps its own timers meanwhile: waiting
 // here never delays the validity deadline.
-func (w *watcher) fetch(ctx context.Context, index uint64, hasIndex bool, wait time.Duration) {
+func (w *watcher) fetch(ctx context.Context, index uint64, wait time.Duration) {
 	backoff := minBackoff
 	for attempt := 1; ; attempt++ {
 		sent := w.clock.Now()
-		st, err := w.sidecar.watch(ctx, index, hasIndex, wait)
+		st, next, err := w.sidecar.watch(ctx, index, wait)
 		if err == nil {
 			if attempt > 1 {
 				w.log.Info("sidecar answers again", "attempts", attempt)
 			}
-			w.results <- answer{status: st, sent: sent, indexed: hasIndex}
+			w.results <- answer{status: st, next: next, sent: sent, indexed: index != 0}
 			return
 		}
 		if ctx.Err() != nil {

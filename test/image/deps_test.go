@@ -111,6 +111,39 @@ func TestGoModListsTheProductsDependenciesApart(t *testing.T) {
 	t.Logf("product: %v; tests and tools only: %v", blocks[0], blocks[1])
 }
 
+// apiPackages are the importable packages for apps: the Go client and the
+// API's wire types.
+var apiPackages = []string{"github.com/leasehold/leasehold/pkg/client", "github.com/leasehold/leasehold/pkg/api"}
+
+// The Go client (pkg/client) and the wire types (pkg/api) link the standard
+// library and each other only: an app that imports them pulls in no
+// Kubernetes library and nothing of leasehold's server.
+func TestClientLinksTheStandardLibraryOnly(t *testing.T) {
+	for _, pkg := range apiPackages {
+		cmd := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{.Standard}}`, pkg)
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.Bytes())
+		}
+		var std, own []string
+		for line := range strings.Lines(string(out)) {
+			path, standard, _ := strings.Cut(strings.TrimSpace(line), " ")
+			switch {
+			case standard == "true":
+				std = append(std, path)
+			case slices.Contains(apiPackages, path):
+				own = append(own, path)
+			default:
+				t.Errorf("%s links %s, which is neither the standard library nor %v", pkg, path, apiPackages)
+			}
+		}
+		t.Logf("go list -deps %s: %d standard library packages, and %v", pkg, len(std), own)
+	}
+}
+
 // goListDeps returns every package of pkg's graph for the Dockerfile's
 // build (CGO_ENABLED=0) with the packages it imports.
 func goListDeps(t *testing.T, pkg string) map[string][]string {

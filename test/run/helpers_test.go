@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +17,11 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 	"github.com/leasehold/leasehold/internal/testing/overlap"
+	"github.com/leasehold/leasehold/pkg/api"
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // runner is one `leasehold run` process.
@@ -114,7 +114,7 @@ type member struct {
 // sample is one GET /v1/status answer, received within [sent, recv].
 type sample struct {
 	sent, recv time.Time
-	st         httpapi.Status
+	st         api.Status
 }
 
 func (m *member) record(s sample) {
@@ -505,13 +505,13 @@ func awaitPaused(t *testing.T, pid int) {
 // release asks m's sidecar to give up leadership (POST /v1/release).
 func release(t *testing.T, m *member) {
 	t.Helper()
-	resp, err := http.Post(m.inst.APIURL+"/v1/release", "", nil)
+	c, err := client.New(m.inst.APIURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /v1/release: %d", resp.StatusCode)
+	defer c.CloseIdleConnections()
+	if _, err := c.Release(t.Context(), client.DefaultStayOut); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,211 @@
+// Package api holds the JSON types of leasehold's HTTP API, as
+// api/openapi.yaml defines them: what the sidecar sends, field for field.
+// The sidecar encodes its answers with these types, and pkg/client decodes
+// them, so the two cannot drift apart; a test checks each type against the
+// OpenAPI document.
+//
+// The package imports the standard library only, so an app can use it
+// without pulling in leasehold's server or Kubernetes' client libraries.
+//
+// Contract: within v1 a field is never renamed, removed or given another
+// meaning, and an error code never changes its meaning; fields and codes
+// may be added. Decode leniently (unknown fields ignored, as encoding/json
+// does) and treat an unknown ErrorCode as its HTTP status.
+package api
+
+import "strconv"
+
+// IndexHeader is the response header that carries the index of the state
+// an answer describes (Status.Index; for GET /v1/leases, Leases.Index).
+const IndexHeader = "X-Leasehold-Index"
+
+// FencingToken is a fencing token: the token of a term is larger than that
+// of every earlier term of the same Lease, whoever held them, so storage that
+// refuses a write whose token is smaller than the largest it has seen refuses
+// every deposed leader. It is a JSON number. The zero FencingToken means "no
+// token known" and is never the token of a term.
+type FencingToken uint64
+
+// String is the token in decimal, as it appears in the API's JSON and query
+// strings (POST /v1/hold?token=).
+func (t FencingToken) String() string { return strconv.FormatUint(uint64(t), 10) }
+
+// Status is one Lease as this instance sees it: the body of GET /v1/status,
+// GET /v1/leases/{lease}, GET /v1/leader, GET /v1/watch, and each element of
+// Leases.Leases. Timestamps are RFC 3339 with nanoseconds, in UTC.
+type Status struct {
+	// Identity is this instance's holder identity.
+	Identity string `json:"identity"`
+	// Namespace and Lease name the Lease.
+	Namespace string `json:"namespace"`
+	Lease     string `json:"lease"`
+	// Leader is true only while this instance holds a term and the term is
+	// valid at the moment of answering.
+	Leader bool `json:"leader"`
+	// Holder is the Lease's holder: Identity when this instance leads, ""
+	// when there is none or it is unknown.
+	Holder string `json:"holder"`
+	// Term is the Lease's leaseTransitions for the holder's term. It is for
+	// people, not a fencing token.
+	Term int32 `json:"term"`
+	// FencingToken is the current term's token: this instance's own when it
+	// leads, otherwise the holder's published one, or 0 when unknown.
+	FencingToken FencingToken `json:"fencingToken"`
+	// ValidUntil is when this instance's leadership stops being valid;
+	// absent ("") when not leader.
+	ValidUntil string `json:"validUntil,omitempty"`
+	// ValidForMs is the validity left, in milliseconds, rounded down; 0 when
+	// not leader.
+	ValidForMs int64 `json:"validForMs"`
+	// AcquiredAt and RenewedAt are the Lease's acquireTime and renewTime as
+	// the holder wrote them; ObservedAt is when this instance last saw the
+	// Lease change, by its own clock. Each is absent ("") when unknown.
+	AcquiredAt string `json:"acquiredAt,omitempty"`
+	RenewedAt  string `json:"renewedAt,omitempty"`
+	ObservedAt string `json:"observedAt,omitempty"`
+	// Index changes whenever Leader, Holder, Term or FencingToken does, and
+	// only then. It is opaque: compare it for equality only. A restarted
+	// sidecar starts above any index its predecessor reached, and if an
+	// index ever goes backwards (a clock set back), carry on with the new
+	// one.
+	Index uint64 `json:"index"`
+	// Candidate is true while this instance campaigns or leads; false while
+	// health-gated candidacy keeps it out, or after a release until its
+	// stay-out ends.
+	Candidate bool `json:"candidate"`
+	// AppHealth is the app's health as last probed; nil unless health-gated
+	// candidacy is on (LEASEHOLD_APP_HEALTH_URL).
+	AppHealth *AppHealth `json:"appHealth,omitempty"`
+	// LastError is why the election's last request on the Lease failed (a
+	// missing namespace, a 403, a timeout); nil (JSON null) once it no
+	// longer holds. LastErrorAt is when; absent when LastError is nil.
+	LastError   *string `json:"lastError"`
+	LastErrorAt string  `json:"lastErrorAt,omitempty"`
+}
+
+// AppHealth is health-gated candidacy's view of the app: healthy from the
+// first 2xx answer of its health URL until a threshold of probes in a row
+// fail.
+type AppHealth struct {
+	Healthy bool `json:"healthy"`
+	// ConsecutiveFailures counts the failed probes since the last success
+	// (or since start).
+	ConsecutiveFailures int `json:"consecutiveFailures"`
+	// LastCheckAt is when the latest probe completed; absent before the
+	// first.
+	LastCheckAt string `json:"lastCheckAt,omitempty"`
+	// LastSuccessAt is when the latest 2xx answer came; absent before the
+	// first.
+	LastSuccessAt string `json:"lastSuccessAt,omitempty"`
+	// LastError is why the latest probe failed; absent after a success.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Leases is the body of GET /v1/leases: every Lease's status, in configured
+// order.
+type Leases struct {
+	// Index is the group's index: it changes whenever one of its Leases'
+	// index does, or the member count does, and only then. With a single
+	// Lease it is that Lease's index. Opaque, like Status.Index.
+	Index uint64 `json:"index"`
+	// Members is the number of live members of the group this instance
+	// sees, itself included; nil (JSON null) when no membership is kept (a
+	// single Lease, or an observer).
+	Members *int `json:"members"`
+	// Leases are the statuses, each exactly what GET /v1/leases/{lease}
+	// answers for that Lease.
+	Leases []Status `json:"leases"`
+}
+
+// Token is the body of GET /v1/token (200): this instance's term, while it
+// is the valid leader.
+type Token struct {
+	// FencingToken is the term's token, never 0.
+	FencingToken FencingToken `json:"fencingToken"`
+	Term         int32        `json:"term"`
+	// ValidUntil and ValidForMs are the term's validity, as in Status.
+	ValidUntil string `json:"validUntil"`
+	ValidForMs int64  `json:"validForMs"`
+}
+
+// Release is the body of POST /v1/release (200): the status after the
+// release, and whether a release of the Lease was written (false when this
+// instance did not hold it).
+type Release struct {
+	Released bool `json:"released"`
+	Status
+}
+
+// Held is the first line of the body of POST /v1/hold when the hold is
+// granted (200): Held is always true, and Status is the state at that
+// moment. The answer then stays open for as long as the hold lasts.
+type Held struct {
+	Held bool `json:"held"`
+	Status
+}
+
+// Name is the body of GET /, as the Kubernetes contrib leader-elector
+// sidecar served it: the Lease holder's identity, "" when none.
+type Name struct {
+	Name string `json:"name"`
+}
+
+// Probe is the body of a passing GET /livez ("ok") or GET /readyz
+// ("ready").
+type Probe struct {
+	Status string `json:"status"`
+}
+
+// Error is the body of every error answer. It is not a Go error: pkg/client
+// returns a *client.Error that carries it.
+type Error struct {
+	// Message says what went wrong, for people. Its wording may change:
+	// match on Code.
+	Message string `json:"error"`
+	// Code says what went wrong, for programs.
+	Code ErrorCode `json:"code"`
+}
+
+// ErrorCode is the machine-readable code of an error answer. A code is never
+// renamed or given another meaning; codes may be added, so a client treats
+// an unknown code as its HTTP status.
+type ErrorCode string
+
+// The error codes, with the HTTP status that carries each.
+const (
+	// CodeBadParameter (400): a query parameter is missing, malformed or out
+	// of range, or the query string is malformed.
+	CodeBadParameter ErrorCode = "bad_parameter"
+	// CodeNotFound (404): no route serves the path on this listener.
+	CodeNotFound ErrorCode = "not_found"
+	// CodeMethodNotAllowed (405): the path is served, with other methods
+	// (listed in Allow).
+	CodeMethodNotAllowed ErrorCode = "method_not_allowed"
+	// CodeConflict (409): POST /v1/hold for a term this instance does not
+	// lead, or that is being released.
+	CodeConflict ErrorCode = "conflict"
+	// CodeNotLeader (503): GET /v1/token while this instance is not the
+	// valid leader.
+	CodeNotLeader ErrorCode = "not_leader"
+	// CodeNotReady (503): GET /readyz before the Lease (every Lease of a
+	// group) has been observed.
+	CodeNotReady ErrorCode = "not_ready"
+	// CodeElectionStalled (503): GET /livez once an election loop has made no
+	// progress for 2 × the lease duration.
+	CodeElectionStalled ErrorCode = "election_stalled"
+	// CodeShuttingDown (503): the sidecar is shutting down: GET /readyz, a
+	// request that would block, a hold, or a release the stopped election
+	// can no longer do. Ask again after Retry-After (another sidecar
+	// process may answer).
+	CodeShuttingDown ErrorCode = "shutting_down"
+	// CodeReleaseFailed (503): POST /v1/release: the election could not read
+	// or write the Lease.
+	CodeReleaseFailed ErrorCode = "release_failed"
+	// CodeLeaseGroup (409): an endpoint that names no Lease (/v1/status,
+	// /v1/leader, /v1/token, /v1/watch, /v1/release, /v1/hold, GET /) on a
+	// sidecar that serves a lease group: use /v1/leases/{lease}.
+	CodeLeaseGroup ErrorCode = "lease_group"
+	// CodeUnknownLease (404): /v1/leases/{lease} names no Lease this sidecar
+	// serves.
+	CodeUnknownLease ErrorCode = "unknown_lease"
+)
