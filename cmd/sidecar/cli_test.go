@@ -92,9 +92,19 @@ func TestUnknownArgumentsExitTwoAndStartNothing(t *testing.T) {
 		t.Fatalf("Lease app after the usage errors: %v; want none: a candidate ran", err)
 	}
 	// Control: the same environment, with no arguments, is a candidate.
+	// It is ready once it has found the Lease missing; the empty record it
+	// creates then lands a round trip later.
 	start(t, f, "control")
-	if _, err := leases.Get(t.Context(), "app", metav1.GetOptions{}); err != nil {
-		t.Fatalf("Lease app with a sidecar running: %v", err)
+	deadline := time.Now().Add(generous)
+	for {
+		_, err := leases.Get(t.Context(), "app", metav1.GetOptions{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Lease app with a sidecar running: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling; the deadline decides
 	}
 }
 
