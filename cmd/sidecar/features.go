@@ -22,27 +22,22 @@ import (
 func newProber(cfg config.AppHealth, elector interface {
 	SetCandidate(context.Context, bool, string) (bool, error)
 }, registry prometheus.Registerer, log *slog.Logger) (*apphealth.Prober, error) {
-	return apphealth.New(apphealth.Config{
-		URL:              cfg.URL,
-		Timeout:          cfg.Timeout,
-		Interval:         cfg.Interval,
-		FailureThreshold: cfg.FailureThreshold,
-		Logger:           log,
-		Metrics:          apphealth.NewMetrics(registry),
-		OnChange: func(ctx context.Context, s apphealth.Status) {
-			reason := "app healthy"
-			if !s.Healthy {
-				reason = fmt.Sprintf("app unhealthy: %d failed probes, last: %s", s.ConsecutiveFailures, s.LastError)
-			}
-			_, err := elector.SetCandidate(ctx, s.Healthy, reason)
-			switch {
-			case err == nil, errors.Is(err, elect.ErrStopped), ctx.Err() != nil:
-			default:
-				// The term has ended all the same; the Lease expires.
-				log.Warn("release after the app turned unhealthy failed", "err", err)
-			}
-		},
-	})
+	pc := cfg.Config()
+	pc.Logger, pc.Metrics = log, apphealth.NewMetrics(registry)
+	pc.OnChange = func(ctx context.Context, s apphealth.Status) {
+		reason := "app healthy"
+		if !s.Healthy {
+			reason = fmt.Sprintf("app unhealthy: %d failed probes, last: %s", s.ConsecutiveFailures, s.LastError)
+		}
+		_, err := elector.SetCandidate(ctx, s.Healthy, reason)
+		switch {
+		case err == nil, errors.Is(err, elect.ErrStopped), ctx.Err() != nil:
+		default:
+			// The term has ended all the same; the Lease expires.
+			log.Warn("release after the app turned unhealthy failed", "err", err)
+		}
+	}
+	return apphealth.New(pc)
 }
 
 // newLabeler builds the leader label: "true" on this Pod while it leads,
@@ -53,17 +48,7 @@ func newLabeler(cfg config.Config, restConfig *rest.Config, elector *elect.Elect
 	if err != nil {
 		return nil, err
 	}
-	return podlabel.New(podlabel.Config{
-		Pods:           pods,
-		Namespace:      cfg.Pod.Namespace,
-		PodName:        cfg.Pod.Name,
-		Key:            cfg.PodLabel,
-		LeaseNamespace: cfg.LeaseNamespace,
-		LeaseName:      cfg.LeaseName,
-		Source:         elector,
-		RetryPeriod:    cfg.RetryPeriod,
-		Resync:         cfg.LeaseDuration,
-		Logger:         log,
-		Metrics:        podlabel.NewMetrics(registry),
-	})
+	lc := cfg.PodLabelConfig()
+	lc.Pods, lc.Source, lc.Logger, lc.Metrics = pods, elector, log, podlabel.NewMetrics(registry)
+	return podlabel.New(lc)
 }
