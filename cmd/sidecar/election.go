@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/config"
 	"github.com/leasehold/leasehold/internal/elect"
@@ -26,13 +27,15 @@ type election struct {
 	group   *group.Group   // nil for one Lease
 }
 
-// newElection builds the elector or the group that cfg describes, with its
-// metrics registered in reg (labelled with the Lease, or the group).
-func newElection(cfg config.Config, leases *kubeclient.LeaseClient, reg prometheus.Registerer, log *slog.Logger) (*election, error) {
+// newElection builds the elector or the group that cfg describes, on clk
+// (nil: the real clock), with its metrics registered in reg (labelled with
+// the Lease, or the group).
+func newElection(cfg config.Config, leases *kubeclient.LeaseClient, clk clock.WithTicker, reg prometheus.Registerer, log *slog.Logger) (*election, error) {
 	if !cfg.Grouped() {
 		elector, err := elect.New(elect.Config{
 			Config:  cfg.ElectionConfig(),
 			Leases:  leases,
+			Clock:   clk,
 			Logger:  log,
 			Metrics: elect.NewMetrics(reg),
 		})
@@ -42,7 +45,7 @@ func newElection(cfg config.Config, leases *kubeclient.LeaseClient, reg promethe
 		return &election{run: elector.Run, candidacy: elector, elector: elector}, nil
 	}
 	gc := cfg.GroupConfig()
-	gc.Client, gc.Logger, gc.Registerer = leases, log.With("group", cfg.Group), reg
+	gc.Client, gc.Clock, gc.Logger, gc.Registerer = leases, clk, log.With("group", cfg.Group), reg
 	g, err := group.New(gc)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
@@ -21,9 +22,9 @@ import (
 // and releasing a term) when it turns unhealthy.
 func newProber(cfg config.AppHealth, elector interface {
 	SetCandidate(context.Context, bool, string) (bool, error)
-}, registry prometheus.Registerer, log *slog.Logger) (*apphealth.Prober, error) {
+}, clk clock.WithTicker, registry prometheus.Registerer, log *slog.Logger) (*apphealth.Prober, error) {
 	pc := cfg.Config()
-	pc.Logger, pc.Metrics = log, apphealth.NewMetrics(registry)
+	pc.Clock, pc.Logger, pc.Metrics = clk, log, apphealth.NewMetrics(registry)
 	pc.OnChange = func(ctx context.Context, s apphealth.Status) {
 		reason := "app healthy"
 		if !s.Healthy {
@@ -43,12 +44,12 @@ func newProber(cfg config.AppHealth, elector interface {
 // newLabeler builds the leader label: "true" on this Pod while it leads,
 // "false" otherwise, and stale "true" labels of other Pods of the same
 // election (the same Lease) cleared by the leader once per lease duration.
-func newLabeler(cfg config.Config, restConfig *rest.Config, elector *elect.Elector, registry prometheus.Registerer, log *slog.Logger) (*podlabel.Labeler, error) {
+func newLabeler(cfg config.Config, restConfig *rest.Config, elector *elect.Elector, clk clock.WithTicker, registry prometheus.Registerer, log *slog.Logger) (*podlabel.Labeler, error) {
 	pods, err := kubeclient.NewPodClient(restConfig, cfg.Pod.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	lc := cfg.PodLabelConfig()
-	lc.Pods, lc.Source, lc.Logger, lc.Metrics = pods, elector, log, podlabel.NewMetrics(registry)
+	lc.Pods, lc.Source, lc.Clock, lc.Logger, lc.Metrics = pods, elector, clk, log, podlabel.NewMetrics(registry)
 	return podlabel.New(lc)
 }
