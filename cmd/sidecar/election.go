@@ -5,10 +5,10 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/config"
 	"github.com/leasehold/leasehold/internal/elect"
-	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/group"
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/kubeclient"
@@ -27,30 +27,15 @@ type election struct {
 	group   *group.Group   // nil for one Lease
 }
 
-// electionConfig is the decision core's configuration shared by every Lease
-// of this instance; Name is the single Lease's (a group sets its own).
-func electionConfig(cfg config.Config) decide.Config {
-	return decide.Config{
-		Namespace:     cfg.LeaseNamespace,
-		Name:          cfg.Leases[0],
-		Identity:      cfg.Identity,
-		LeaseDuration: cfg.LeaseDuration,
-		RenewDeadline: cfg.RenewDeadline,
-		RetryPeriod:   cfg.RetryPeriod,
-		ReleaseOnStop: cfg.ReleaseOnShutdown,
-		// No term before the app was seen healthy; an observer never
-		// campaigns.
-		StartWithdrawn: cfg.AppHealth.Enabled() || !cfg.Candidate,
-	}
-}
-
-// newElection builds the elector or the group that cfg describes, with its
-// metrics registered in reg (labelled with the Lease, or the group).
-func newElection(cfg config.Config, leases *kubeclient.LeaseClient, reg prometheus.Registerer, log *slog.Logger) (*election, error) {
+// newElection builds the elector or the group that cfg describes, on clk
+// (nil: the real clock), with its metrics registered in reg (labelled with
+// the Lease, or the group).
+func newElection(cfg config.Config, leases *kubeclient.LeaseClient, clk clock.WithTicker, reg prometheus.Registerer, log *slog.Logger) (*election, error) {
 	if !cfg.Grouped() {
 		elector, err := elect.New(elect.Config{
-			Config:  electionConfig(cfg),
+			Config:  cfg.ElectionConfig(),
 			Leases:  leases,
+			Clock:   clk,
 			Logger:  log,
 			Metrics: elect.NewMetrics(reg),
 		})
@@ -59,16 +44,9 @@ func newElection(cfg config.Config, leases *kubeclient.LeaseClient, reg promethe
 		}
 		return &election{run: elector.Run, candidacy: elector, elector: elector}, nil
 	}
-	g, err := group.New(group.Config{
-		Name:       cfg.Group,
-		Leases:     cfg.Leases,
-		Election:   electionConfig(cfg),
-		Candidate:  cfg.Candidate,
-		Balance:    cfg.Balance,
-		Client:     leases,
-		Logger:     log.With("group", cfg.Group),
-		Registerer: reg,
-	})
+	gc := cfg.GroupConfig()
+	gc.Client, gc.Clock, gc.Logger, gc.Registerer = leases, clk, log.With("group", cfg.Group), reg
+	g, err := group.New(gc)
 	if err != nil {
 		return nil, err
 	}

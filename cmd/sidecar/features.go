@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
@@ -21,49 +22,34 @@ import (
 // and releasing a term) when it turns unhealthy.
 func newProber(cfg config.AppHealth, elector interface {
 	SetCandidate(context.Context, bool, string) (bool, error)
-}, registry prometheus.Registerer, log *slog.Logger) (*apphealth.Prober, error) {
-	return apphealth.New(apphealth.Config{
-		URL:              cfg.URL,
-		Timeout:          cfg.Timeout,
-		Interval:         cfg.Interval,
-		FailureThreshold: cfg.FailureThreshold,
-		Logger:           log,
-		Metrics:          apphealth.NewMetrics(registry),
-		OnChange: func(ctx context.Context, s apphealth.Status) {
-			reason := "app healthy"
-			if !s.Healthy {
-				reason = fmt.Sprintf("app unhealthy: %d failed probes, last: %s", s.ConsecutiveFailures, s.LastError)
-			}
-			_, err := elector.SetCandidate(ctx, s.Healthy, reason)
-			switch {
-			case err == nil, errors.Is(err, elect.ErrStopped), ctx.Err() != nil:
-			default:
-				// The term has ended all the same; the Lease expires.
-				log.Warn("release after the app turned unhealthy failed", "err", err)
-			}
-		},
-	})
+}, clk clock.WithTicker, registry prometheus.Registerer, log *slog.Logger) (*apphealth.Prober, error) {
+	pc := cfg.Config()
+	pc.Clock, pc.Logger, pc.Metrics = clk, log, apphealth.NewMetrics(registry)
+	pc.OnChange = func(ctx context.Context, s apphealth.Status) {
+		reason := "app healthy"
+		if !s.Healthy {
+			reason = fmt.Sprintf("app unhealthy: %d failed probes, last: %s", s.ConsecutiveFailures, s.LastError)
+		}
+		_, err := elector.SetCandidate(ctx, s.Healthy, reason)
+		switch {
+		case err == nil, errors.Is(err, elect.ErrStopped), ctx.Err() != nil:
+		default:
+			// The term has ended all the same; the Lease expires.
+			log.Warn("release after the app turned unhealthy failed", "err", err)
+		}
+	}
+	return apphealth.New(pc)
 }
 
 // newLabeler builds the leader label: "true" on this Pod while it leads,
 // "false" otherwise, and stale "true" labels of other Pods of the same
 // election (the same Lease) cleared by the leader once per lease duration.
-func newLabeler(cfg config.Config, restConfig *rest.Config, elector *elect.Elector, registry prometheus.Registerer, log *slog.Logger) (*podlabel.Labeler, error) {
+func newLabeler(cfg config.Config, restConfig *rest.Config, elector *elect.Elector, clk clock.WithTicker, registry prometheus.Registerer, log *slog.Logger) (*podlabel.Labeler, error) {
 	pods, err := kubeclient.NewPodClient(restConfig, cfg.Pod.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	return podlabel.New(podlabel.Config{
-		Pods:           pods,
-		Namespace:      cfg.Pod.Namespace,
-		PodName:        cfg.Pod.Name,
-		Key:            cfg.PodLabel,
-		LeaseNamespace: cfg.LeaseNamespace,
-		LeaseName:      cfg.LeaseName,
-		Source:         elector,
-		RetryPeriod:    cfg.RetryPeriod,
-		Resync:         cfg.LeaseDuration,
-		Logger:         log,
-		Metrics:        podlabel.NewMetrics(registry),
-	})
+	lc := cfg.PodLabelConfig()
+	lc.Pods, lc.Source, lc.Clock, lc.Logger, lc.Metrics = pods, elector, clk, log, podlabel.NewMetrics(registry)
+	return podlabel.New(lc)
 }

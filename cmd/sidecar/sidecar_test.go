@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	sidecar "github.com/leasehold/leasehold/cmd/sidecar"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 	"github.com/leasehold/leasehold/pkg/api"
@@ -22,7 +23,10 @@ var (
 	binary  string
 )
 
-func TestMain(m *testing.M) { os.Exit(fleet.Main(m, &cluster, &binary)) }
+func TestMain(m *testing.M) {
+	sidecar.SharedCluster = &cluster // for the in-process tests (package main)
+	os.Exit(fleet.Main(m, &cluster, &binary))
+}
 
 const (
 	leaseDuration = 3 * time.Second

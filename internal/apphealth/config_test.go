@@ -1,11 +1,16 @@
 package apphealth
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/rule"
 )
 
+// TestNewValidatesConfig is the table of Config's rules (Validate): each
+// broken rule is reported naming the fields it relates, with their values.
 func TestNewValidatesConfig(t *testing.T) {
 	valid := Config{URL: "http://127.0.0.1:8080/healthz", Timeout: time.Second, Interval: 5 * time.Second, FailureThreshold: 3}
 	for _, tc := range []struct {
@@ -17,20 +22,20 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"https with query", func(c *Config) { c.URL = "https://app.example:8443/health?full=1" }, ""},
 		{"timeout equals interval", func(c *Config) { c.Timeout = c.Interval }, ""},
 		{"threshold 1", func(c *Config) { c.FailureThreshold = 1 }, ""},
-		{"no URL", func(c *Config) { c.URL = "" }, "URL is required"},
-		{"relative URL", func(c *Config) { c.URL = "/healthz" }, "must be absolute"},
+		{"no URL", func(c *Config) { c.URL = "" }, `URL "" is required`},
+		{"relative URL", func(c *Config) { c.URL = "/healthz" }, `"/healthz" must be an absolute http:// or https:// URL`},
 		{"host without scheme", func(c *Config) { c.URL = "127.0.0.1:8080/healthz" }, "URL"},
-		{"other scheme", func(c *Config) { c.URL = "tcp://127.0.0.1:8080" }, "scheme http or https"},
-		{"no host", func(c *Config) { c.URL = "http:///healthz" }, "has no host"},
+		{"other scheme", func(c *Config) { c.URL = "tcp://127.0.0.1:8080" }, `"tcp://127.0.0.1:8080" must be an absolute http:// or https:// URL`},
+		{"no host", func(c *Config) { c.URL = "http:///healthz" }, `"http:///healthz" has no host`},
 		{"port only", func(c *Config) { c.URL = "http://:8080/healthz" }, "has no host"},
-		{"unparsable", func(c *Config) { c.URL = "http://[::1/healthz" }, "URL"},
-		{"zero timeout", func(c *Config) { c.Timeout = 0 }, "timeout 0s must be positive"},
-		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "must be positive"},
-		{"zero interval", func(c *Config) { c.Interval = 0; c.Timeout = 0 }, "timeout 0s must be positive"},
-		{"zero interval only", func(c *Config) { c.Interval = 0 }, "interval 0s must be positive"},
-		{"timeout beyond interval", func(c *Config) { c.Timeout = 6 * time.Second }, "timeout 6s must not exceed interval 5s"},
-		{"zero threshold", func(c *Config) { c.FailureThreshold = 0 }, "failureThreshold 0 must be at least 1"},
-		{"negative threshold", func(c *Config) { c.FailureThreshold = -1 }, "at least 1"},
+		{"unparsable", func(c *Config) { c.URL = "http://[::1/healthz" }, `"http://[::1/healthz" is not a URL: missing ']' in host`},
+		{"zero timeout", func(c *Config) { c.Timeout = 0 }, "timeout (0s) must be greater than 0"},
+		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "timeout (-1s) must be greater than 0"},
+		{"zero interval", func(c *Config) { c.Interval = 0; c.Timeout = 0 }, "timeout (0s) must be greater than 0"},
+		{"zero interval only", func(c *Config) { c.Interval = 0 }, "interval (0s) must be greater than 0"},
+		{"timeout beyond interval", func(c *Config) { c.Timeout = 6 * time.Second }, "timeout (6s) must not exceed interval (5s)"},
+		{"zero threshold", func(c *Config) { c.FailureThreshold = 0 }, "failureThreshold (0) must be at least 1"},
+		{"negative threshold", func(c *Config) { c.FailureThreshold = -1 }, "failureThreshold (-1) must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := valid
@@ -47,6 +52,9 @@ func TestNewValidatesConfig(t *testing.T) {
 			}
 			if err == nil {
 				t.Fatalf("New(%+v) succeeded, want an error containing %q", cfg, tc.wantErr)
+			}
+			if _, ok := errors.AsType[*rule.Error](err); !ok {
+				t.Errorf("New error %v (%T) is not a *rule.Error", err, err)
 			}
 			if !strings.HasPrefix(err.Error(), "apphealth: ") || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("New error = %q, want one starting \"apphealth: \" and containing %q", err, tc.wantErr)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/rule"
 )
 
 const (
@@ -52,29 +54,53 @@ type Config struct {
 	OnChange func(ctx context.Context, s Status)
 }
 
-// validate checks c and returns its parsed URL.
+// Validate checks c's settings (not its Clock, Client, Logger, Metrics or
+// OnChange) and returns the first broken rule as a *rule.Error naming the
+// fields it relates, with their values (a URL's password redacted):
+//
+//   - URL is an absolute http or https URL with a host;
+//   - Timeout and Interval are greater than 0, Timeout at most Interval;
+//   - FailureThreshold is at least 1.
+func (c *Config) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
+// validate is Validate, returning the parsed URL.
 func (c *Config) validate() (*url.URL, error) {
 	u, err := url.Parse(c.URL)
+	if c.URL == "" {
+		return nil, rule.Errorf(component, "%s is required", rule.Field{Name: "URL", Label: "URL", Value: c.URL})
+	}
+	if err != nil {
+		// The parser's message quotes the URL.
+		return nil, rule.Errorf(component, "%s is not a URL: %v", rule.Field{Name: "URL", Value: c.URL}, errors.Unwrap(err))
+	}
+	var (
+		address   = rule.Field{Name: "URL", Value: u.Redacted()}
+		timeout   = rule.Field{Name: "Timeout", Label: "timeout", Value: c.Timeout}
+		interval  = rule.Field{Name: "Interval", Label: "interval", Value: c.Interval}
+		threshold = rule.Field{Name: "FailureThreshold", Label: "failureThreshold", Value: c.FailureThreshold}
+	)
 	switch {
-	case c.URL == "":
-		return nil, errors.New("apphealth: URL is required")
-	case err != nil:
-		return nil, fmt.Errorf("apphealth: URL: %w", err)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("apphealth: URL %q must be absolute, with scheme http or https", u.Redacted())
+		return nil, rule.Errorf(component, "%s must be an absolute http:// or https:// URL", address)
 	case u.Host == "" || u.Hostname() == "":
-		return nil, fmt.Errorf("apphealth: URL %q has no host", u.Redacted())
+		return nil, rule.Errorf(component, "%s has no host", address)
 	case c.Timeout <= 0:
-		return nil, fmt.Errorf("apphealth: timeout %s must be positive", c.Timeout)
+		return nil, rule.Errorf(component, "%s must be greater than 0", timeout)
 	case c.Interval <= 0:
-		return nil, fmt.Errorf("apphealth: interval %s must be positive", c.Interval)
+		return nil, rule.Errorf(component, "%s must be greater than 0", interval)
 	case c.Timeout > c.Interval:
-		return nil, fmt.Errorf("apphealth: timeout %s must not exceed interval %s", c.Timeout, c.Interval)
+		return nil, rule.Errorf(component, "%s must not exceed %s", timeout, interval)
 	case c.FailureThreshold < 1:
-		return nil, fmt.Errorf("apphealth: failureThreshold %d must be at least 1", c.FailureThreshold)
+		return nil, rule.Errorf(component, "%s must be at least 1", threshold)
 	}
 	return u, nil
 }
+
+// component prefixes the messages of Validate.
+const component = "apphealth"
 
 // Prober checks the app's health. Create it with New, start it with Run
 // (once), and read its state with Status from any goroutine.

@@ -11,10 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/bits"
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +22,8 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/leasehold/leasehold/internal/rule"
 )
 
 // Prefix is the prefix, without the trailing underscore, of every
@@ -181,21 +183,82 @@ const (
 // Load returns for a bad or missing setting is an *Error.
 type Error struct {
 	// Var is the full environment variable name, e.g.
-	// "LEASEHOLD_RENEW_DEADLINE".
+	// "LEASEHOLD_RENEW_DEADLINE": the variable the rule is about.
 	Var string
-	// Rule describes the rule broken, with the offending values.
+	// Vars, for a rule that relates several variables, names every one of
+	// them, Var first; nil for a rule about Var alone.
+	Vars []string
+	// Rule describes the rule broken, with the offending values; for a rule
+	// relating several variables, it names each as NAME=value.
 	Rule string
 }
 
-// Error returns "<Var>: <Rule>" on a single line (any line breaks in Rule are
-// replaced by spaces).
+// Error returns the message on a single line (any line breaks in Rule are
+// replaced by spaces): "<Var>: <Rule>", or for a rule relating several
+// variables Rule alone, which names each of them with its value, Var first:
+//
+//	LEASEHOLD_LEASE_DURATION: leaseDuration (1.5s) must be a whole number of seconds and at least 1s
+//	LEASEHOLD_RENEW_DEADLINE=2s must be greater than 1.2 × LEASEHOLD_RETRY_PERIOD=3s
 func (e *Error) Error() string {
 	rule := strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(e.Rule)
+	if len(e.Vars) > 1 {
+		return rule
+	}
 	return e.Var + ": " + rule
 }
 
 func errorf(variable, format string, args ...any) *Error {
 	return &Error{Var: variable, Rule: fmt.Sprintf(format, args...)}
+}
+
+// fieldVars names, for a component's rules, the variable each field of its
+// Config comes from: keys are "<component>.<Field>" (rule.Error's Component
+// and Field.Name), e.g. "decide.RenewDeadline".
+type fieldVars map[string]string
+
+// fromRule translates a component's broken rule (a *rule.Error from its
+// Config's Validate) into an *Error naming variables instead of fields. A
+// rule relating one variable is reported on it, or on subject if not
+// empty (the variable that turned the component on), with fields from
+// other variables named after them (POD_NAME "Pod_1"); a rule relating
+// several variables names each as NAME=value. Any other error is returned
+// wrapped (a bug, not a configuration error).
+func fromRule(err error, vars fieldVars, subject string) error {
+	if err == nil {
+		return nil
+	}
+	re, ok := errors.AsType[*rule.Error](err)
+	if !ok || len(re.Fields) == 0 {
+		return fmt.Errorf("config: %w", err)
+	}
+	name := func(f rule.Field) string {
+		if v, ok := vars[re.Component+"."+f.Name]; ok {
+			return v
+		}
+		return re.Component + "." + f.Name
+	}
+	var related []string
+	for _, f := range re.Fields {
+		if v := name(f); !slices.Contains(related, v) {
+			related = append(related, v)
+		}
+	}
+	if len(related) > 1 {
+		return &Error{Var: related[0], Vars: related, Rule: re.Text(func(f rule.Field) string {
+			return name(f) + "=" + rule.ShowValue(f.Value)
+		})}
+	}
+	e := &Error{Var: related[0]}
+	if subject != "" {
+		e.Var = subject
+	}
+	e.Rule = re.Text(func(f rule.Field) string {
+		if v := name(f); v != e.Var {
+			f.Label = v
+		}
+		return f.String()
+	})
+	return e
 }
 
 // Loader loads a Config, with the environment-dependent inputs other than
@@ -222,12 +285,19 @@ func Load() (Config, error) {
 
 // Load reads LEASEHOLD_* variables (plus POD_NAME and POD_NAMESPACE), applies
 // defaults and validates. It checks the rules below in order and returns the
-// first broken one as an *Error naming the variable; a value that cannot be
-// parsed at all (e.g. "abc" for a duration or bool) is reported first, also
-// as an *Error.
+// first broken one as an *Error naming the variable (a rule relating several
+// variables names each, with its value); a value that cannot be parsed at
+// all (e.g. "abc" for a duration or bool) is reported first, also as an
+// *Error.
+//
+// The rules of the components are theirs, written once in their Configs'
+// Validate (decide, group, apphealth, podlabel): Load maps the variables to
+// those Configs (ElectionConfig, GroupConfig, AppHealth.Config,
+// PodLabelConfig), and reports a broken rule on the variables its fields
+// come from. The rules of the variables themselves are Load's own.
 //
 //  1. The Leases: LEASEHOLD_LEASE_NAME is set and a valid DNS subdomain,
-//     or else LEASEHOLD_LEASES is (rule 12).
+//     or else LEASEHOLD_LEASES is (rule 10).
 //  2. The namespace resolves — LEASEHOLD_LEASE_NAMESPACE, else POD_NAMESPACE,
 //     else the trimmed contents of NamespaceFile; an empty variable counts as
 //     unset — and is a valid DNS label.
@@ -235,40 +305,40 @@ func Load() (Config, error) {
 //     253 characters. If unset, the identity defaults to POD_NAME (if
 //     non-empty) or the hostname, plus "_" and a random suffix; failing to
 //     get a hostname is an error.
-//  4. LEASEHOLD_LEASE_DURATION is a whole number of seconds, at least 1s
-//     (the Lease stores whole seconds).
-//  5. LEASEHOLD_RETRY_PERIOD is greater than 0.
-//  6. LEASEHOLD_RENEW_DEADLINE is greater than 1.2 × retryPeriod
-//     (client-go's rule).
-//  7. renewDeadline + retryPeriod is less than leaseDuration (reported on
-//     LEASEHOLD_RENEW_DEADLINE): otherwise a leader can still believe it
-//     leads after the others have judged its lease expired.
-//  8. LEASEHOLD_API_ADDR and LEASEHOLD_OPS_ADDR are host:port, the port
+//  4. The election's rules (decide.Config.Validate): LEASEHOLD_LEASE_DURATION
+//     is a whole number of seconds, at least 1s; LEASEHOLD_RETRY_PERIOD is
+//     greater than 0; LEASEHOLD_RENEW_DEADLINE is greater than 1.2 ×
+//     LEASEHOLD_RETRY_PERIOD; and renewDeadline + retryPeriod is less than
+//     leaseDuration. With a group, the group's rules come first
+//     (group.Config.Validate): its name (LEASEHOLD_GROUP, or the shards'
+//     LEASEHOLD_LEASE_NAME) is a label value that makes valid member Lease
+//     names, and LEASEHOLD_LEASES has at most 1024 Leases, none twice.
+//  5. LEASEHOLD_API_ADDR and LEASEHOLD_OPS_ADDR are host:port, the port
 //     numeric in 0..65535, the host empty, an IP address or a host name.
-//  9. LEASEHOLD_LOG_LEVEL is debug, info, warn or error and
+//  6. LEASEHOLD_LOG_LEVEL is debug, info, warn or error and
 //     LEASEHOLD_LOG_FORMAT is json or text, both case-insensitive.
-//  10. LEASEHOLD_APP_HEALTH_URL, if set, is an absolute http or https URL
-//     with a host; LEASEHOLD_APP_HEALTH_INTERVAL and _TIMEOUT are greater
-//     than 0, the timeout at most the interval; _FAILURE_THRESHOLD is at
-//     least 1. The three tuning variables are errors when set without the
-//     URL (they would silently do nothing).
-//  11. LEASEHOLD_POD_LABEL, if set, is a qualified label name other than
-//     leasehold.io/lease (podlabel.LeaseKey, the election label), POD_NAME is
-//     set, and the Pod's namespace resolves: POD_NAMESPACE, else the
-//     namespace file (never LEASEHOLD_LEASE_NAMESPACE: the Lease may live
-//     elsewhere than the Pod).
-//  12. A lease group is LEASEHOLD_LEASES (named roles: comma-separated DNS
-//     subdomains, no repeats) or LEASEHOLD_SHARDS=N (1 to 1024) with
-//     LEASEHOLD_LEASE_NAME; LEASEHOLD_LEASES with LEASEHOLD_LEASE_NAME or
-//     with LEASEHOLD_SHARDS is an error naming both; at most 1024 Leases.
-//     LEASEHOLD_GROUP, and the shards' default group name
-//     LEASEHOLD_LEASE_NAME, is a label value that makes valid member Lease
-//     names; LEASEHOLD_GROUP and LEASEHOLD_BALANCE are errors without a
-//     group (they would do nothing).
-//  13. LEASEHOLD_CANDIDATE=false (an observer) is an error with
+//  7. LEASEHOLD_APP_HEALTH_URL, if set, satisfies apphealth's rules
+//     (apphealth.Config.Validate): an absolute http or https URL with a
+//     host; _TIMEOUT and _INTERVAL greater than 0, the timeout at most the
+//     interval; _FAILURE_THRESHOLD at least 1. The three tuning variables
+//     are errors when set without the URL (they would silently do nothing).
+//  8. LEASEHOLD_CANDIDATE=false (an observer) is an error with
 //     LEASEHOLD_APP_HEALTH_URL (an observer never campaigns); a group is an
 //     error with LEASEHOLD_POD_LABEL (the label marks the leader of one
 //     Lease).
+//  9. LEASEHOLD_POD_LABEL, if set, needs POD_NAME and the Pod's namespace:
+//     POD_NAMESPACE, else the namespace file (never
+//     LEASEHOLD_LEASE_NAMESPACE: the Lease may live elsewhere than the Pod);
+//     then podlabel's rules (podlabel.Config.Validate), reported on
+//     LEASEHOLD_POD_LABEL: a qualified label name other than
+//     leasehold.io/lease (podlabel.LeaseKey, the election label), a valid
+//     Pod name and namespace.
+//  10. A lease group is LEASEHOLD_LEASES (named roles: comma-separated DNS
+//     subdomains) or LEASEHOLD_SHARDS=N (1 to 1024) with
+//     LEASEHOLD_LEASE_NAME; LEASEHOLD_LEASES with LEASEHOLD_LEASE_NAME or
+//     with LEASEHOLD_SHARDS is an error naming both; LEASEHOLD_GROUP and
+//     LEASEHOLD_BALANCE are errors without a group (they would do nothing).
+//     (Checked with rule 1.)
 func (l Loader) Load() (Config, error) {
 	var s spec
 	if err := envconfig.Process(Prefix, &s); err != nil {
@@ -289,7 +359,7 @@ func (l Loader) Load() (Config, error) {
 		Pprof:             s.Pprof,
 	}
 
-	// 1 and 12. The Leases.
+	// 1 and 10. The Leases.
 	var err error
 	if c.Election, err = election(s); err != nil {
 		return Config{}, err
@@ -309,29 +379,12 @@ func (l Loader) Load() (Config, error) {
 	}
 	c.Identity = id
 
-	// 4. Lease duration.
-	if c.LeaseDuration < time.Second || c.LeaseDuration%time.Second != 0 {
-		return Config{}, errorf(varLeaseDuration, "leaseDuration (%s) must be a whole number of seconds and at least 1s", c.LeaseDuration)
+	// 4. The election's rules: the decision core's, and the group's.
+	if err := c.validateElection(s); err != nil {
+		return Config{}, err
 	}
 
-	// 5. Retry period.
-	if c.RetryPeriod <= 0 {
-		return Config{}, errorf(varRetryPeriod, "retryPeriod (%s) must be greater than 0", c.RetryPeriod)
-	}
-
-	// 6. renewDeadline > 1.2 × retryPeriod, i.e. 5·renew > 6·retry, computed
-	// in 128 bits so that no duration can overflow it.
-	if c.RenewDeadline <= 0 || !mulGreater(uint64(c.RenewDeadline), 5, uint64(c.RetryPeriod), 6) {
-		return Config{}, errorf(varRenewDeadline, "renewDeadline (%s) must be greater than 1.2 × retryPeriod (%s)", c.RenewDeadline, c.RetryPeriod)
-	}
-
-	// 7. renewDeadline + retryPeriod < leaseDuration. All three are positive
-	// here, so leaseDuration - renewDeadline cannot overflow.
-	if c.RetryPeriod >= c.LeaseDuration-c.RenewDeadline {
-		return Config{}, errorf(varRenewDeadline, "renewDeadline (%s) + retryPeriod (%s) must be less than leaseDuration (%s)", c.RenewDeadline, c.RetryPeriod, c.LeaseDuration)
-	}
-
-	// 8. Listen addresses.
+	// 5. Listen addresses.
 	if err := checkAddr(varAPIAddr, c.APIAddr); err != nil {
 		return Config{}, err
 	}
@@ -339,7 +392,7 @@ func (l Loader) Load() (Config, error) {
 		return Config{}, err
 	}
 
-	// 9. Logging.
+	// 6. Logging.
 	switch strings.ToLower(s.LogLevel) {
 	case "debug":
 		c.LogLevel = slog.LevelDebug
@@ -359,12 +412,12 @@ func (l Loader) Load() (Config, error) {
 		return Config{}, errorf(varLogFormat, "%q must be one of json, text", s.LogFormat)
 	}
 
-	// 10. App health.
+	// 7. App health.
 	if c.AppHealth, err = appHealth(s); err != nil {
 		return Config{}, err
 	}
 
-	// 13. Observer and group constraints.
+	// 8. Observer and group constraints.
 	if !c.Candidate && c.AppHealth.Enabled() {
 		return Config{}, errorf(varCandidate, "false (an observer, which never campaigns) together with %s (health-gated candidacy): unset one", varAppHealthURL)
 	}
@@ -372,13 +425,16 @@ func (l Loader) Load() (Config, error) {
 		return Config{}, errorf(varPodLabel, "set with a lease group (%s): the leader label marks the leader of one Lease; unset it", groupVars(s))
 	}
 
-	// 11. Pod label.
+	// 9. Pod label.
 	if s.PodLabel != "" {
-		pod, err := l.podRef(s.PodLabel)
+		pod, source, err := l.podRef()
 		if err != nil {
 			return Config{}, err
 		}
 		c.PodLabel, c.Pod = s.PodLabel, pod
+		if err := c.validatePodLabel(source); err != nil {
+			return Config{}, err
+		}
 	}
 
 	return c, nil
@@ -460,14 +516,7 @@ func randomSuffix() string {
 	return strings.ToLower(rand.Text()[:8])
 }
 
-// mulGreater reports whether a·ka > b·kb, exactly.
-func mulGreater(a, ka, b, kb uint64) bool {
-	ahi, alo := bits.Mul64(a, ka)
-	bhi, blo := bits.Mul64(b, kb)
-	return ahi > bhi || (ahi == bhi && alo > blo)
-}
-
-// checkAddr checks a listen address (rule 8).
+// checkAddr checks a listen address (rule 5).
 func checkAddr(variable, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {

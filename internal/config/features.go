@@ -1,13 +1,10 @@
 package config
 
 import (
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
+	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/podlabel"
 )
 
@@ -38,7 +35,21 @@ type PodRef struct {
 	Name      string // POD_NAME
 }
 
-// appHealth checks rule 10. With no URL it returns the zero AppHealth, and
+// Config is the prober's configuration for a: what apphealth.New needs
+// besides the clock, client, logger, metrics and OnChange.
+func (a AppHealth) Config() apphealth.Config {
+	return apphealth.Config{URL: a.URL, Timeout: a.Timeout, Interval: a.Interval, FailureThreshold: a.FailureThreshold}
+}
+
+// appHealthVars names the variables of apphealth.Config's fields.
+var appHealthVars = fieldVars{
+	"apphealth.URL":              varAppHealthURL,
+	"apphealth.Timeout":          varAppHealthTimeout,
+	"apphealth.Interval":         varAppHealthInterval,
+	"apphealth.FailureThreshold": varAppHealthFailureThreshold,
+}
+
+// appHealth checks rule 7. With no URL it returns the zero AppHealth, and
 // an error if a tuning variable was set anyway.
 func appHealth(s spec) (AppHealth, error) {
 	if s.AppHealthURL == "" {
@@ -49,59 +60,65 @@ func appHealth(s spec) (AppHealth, error) {
 		}
 		return AppHealth{}, nil
 	}
-	u, err := url.Parse(s.AppHealthURL)
-	switch {
-	case err != nil:
-		return AppHealth{}, errorf(varAppHealthURL, "%q is not a URL: %v", s.AppHealthURL, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return AppHealth{}, errorf(varAppHealthURL, "%q must be an http:// or https:// URL", s.AppHealthURL)
-	case u.Host == "":
-		return AppHealth{}, errorf(varAppHealthURL, "%q has no host", s.AppHealthURL)
-	}
 	a := AppHealth{
 		URL:              s.AppHealthURL,
 		Timeout:          s.AppHealthTimeout,
 		Interval:         s.AppHealthInterval,
 		FailureThreshold: s.AppHealthFailureThreshold,
 	}
-	switch {
-	case a.Interval <= 0:
-		return AppHealth{}, errorf(varAppHealthInterval, "interval (%s) must be greater than 0", a.Interval)
-	case a.Timeout <= 0:
-		return AppHealth{}, errorf(varAppHealthTimeout, "timeout (%s) must be greater than 0", a.Timeout)
-	case a.Timeout > a.Interval:
-		return AppHealth{}, errorf(varAppHealthTimeout, "timeout (%s) must not exceed %s (%s)", a.Timeout, varAppHealthInterval, a.Interval)
-	case a.FailureThreshold < 1:
-		return AppHealth{}, errorf(varAppHealthFailureThreshold, "threshold (%d) must be at least 1", a.FailureThreshold)
+	ac := a.Config()
+	if err := fromRule(ac.Validate(), appHealthVars, ""); err != nil {
+		return AppHealth{}, err
 	}
 	return a, nil
 }
 
-// podRef checks rule 11 for the label key and finds this sidecar's Pod.
-func (l Loader) podRef(label string) (PodRef, error) {
-	if errs := validation.IsQualifiedName(label); len(errs) > 0 {
-		return PodRef{}, errorf(varPodLabel, "%q is not a valid label key: %s", label, strings.Join(errs, "; "))
+// PodLabelConfig is the labeler's configuration: what podlabel.New needs
+// besides the clients, the clock, logger and metrics. The label is off
+// when PodLabel is empty.
+func (c Config) PodLabelConfig() podlabel.Config {
+	return podlabel.Config{
+		Namespace:      c.Pod.Namespace,
+		PodName:        c.Pod.Name,
+		Key:            c.PodLabel,
+		LeaseNamespace: c.LeaseNamespace,
+		LeaseName:      c.LeaseName,
+		RetryPeriod:    c.RetryPeriod,
+		// The leader clears other Pods' stale labels once per lease
+		// duration.
+		Resync: c.LeaseDuration,
 	}
-	if label == podlabel.LeaseKey {
-		return PodRef{}, errorf(varPodLabel, "%q is the election label that leasehold writes next to the leader label; choose another key, such as leasehold.io/leader", label)
-	}
-	pod := PodRef{Name: os.Getenv("POD_NAME"), Namespace: os.Getenv("POD_NAMESPACE")}
+}
+
+// validatePodLabel checks podlabel's rules (rule 9), on LEASEHOLD_POD_LABEL;
+// podNamespace says where the Pod's namespace came from.
+func (c Config) validatePodLabel(podNamespace string) error {
+	pc := c.PodLabelConfig()
+	return fromRule(pc.Validate(), fieldVars{
+		"podlabel.Key":            varPodLabel,
+		"podlabel.PodName":        "POD_NAME",
+		"podlabel.Namespace":      podNamespace,
+		"podlabel.LeaseNamespace": varLeaseNamespace,
+		"podlabel.LeaseName":      varLeaseName,
+		"podlabel.RetryPeriod":    varRetryPeriod,
+		"podlabel.Resync":         varLeaseDuration,
+	}, varPodLabel)
+}
+
+// podRef finds this sidecar's Pod (rule 9): POD_NAME, and the namespace
+// from POD_NAMESPACE or else the namespace file, and says where the
+// namespace came from.
+func (l Loader) podRef() (pod PodRef, source string, err error) {
+	pod = PodRef{Name: os.Getenv("POD_NAME"), Namespace: os.Getenv("POD_NAMESPACE")}
 	if pod.Name == "" {
-		return PodRef{}, errorf(varPodLabel, "requires POD_NAME (from the Downward API, fieldRef metadata.name) to find the Pod to label")
+		return PodRef{}, "", errorf(varPodLabel, "requires POD_NAME (from the Downward API, fieldRef metadata.name) to find the Pod to label")
 	}
-	if errs := validation.IsDNS1123Subdomain(pod.Name); len(errs) > 0 {
-		return PodRef{}, errorf(varPodLabel, "POD_NAME %q is not a valid Pod name: %s", pod.Name, strings.Join(errs, "; "))
+	if pod.Namespace != "" {
+		return pod, "POD_NAMESPACE", nil
 	}
-	source := "POD_NAMESPACE"
-	if pod.Namespace == "" {
-		var err error
-		why := "requires the Pod's namespace: POD_NAMESPACE not set"
-		if pod.Namespace, source, err = l.namespaceFile(varPodLabel, why); err != nil {
-			return PodRef{}, err
-		}
+	why := "requires the Pod's namespace: POD_NAMESPACE not set"
+	if pod.Namespace, source, err = l.namespaceFile(varPodLabel, why); err != nil {
+		return PodRef{}, "", err
 	}
-	if errs := validation.IsDNS1123Label(pod.Namespace); len(errs) > 0 {
-		return PodRef{}, errorf(varPodLabel, "the Pod's namespace %q (from %s) is not a valid DNS label: %s", pod.Namespace, source, strings.Join(errs, "; "))
-	}
-	return pod, nil
+	return pod, "the namespace in " + source, nil
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/group"
 )
 
@@ -35,7 +37,9 @@ type Election struct {
 // Grouped reports whether a lease group is configured.
 func (e Election) Grouped() bool { return e.Group != "" }
 
-// election checks rules 1 and 12: which Leases, and the group's settings.
+// election checks rules 1 and 10: which Leases, and which variables make a
+// group. The group's own rules (its name, its Leases) are group's
+// (validateElection).
 func election(s spec) (Election, error) {
 	e := Election{Candidate: s.Candidate, Balance: true}
 	_, balanceSet := os.LookupEnv(varBalance)
@@ -51,13 +55,7 @@ func election(s spec) (Election, error) {
 			if errs := validation.IsDNS1123Subdomain(r); len(errs) > 0 {
 				return Election{}, errorf(varLeases, "%q is not a valid Lease name (DNS subdomain): %s", r, strings.Join(errs, "; "))
 			}
-			if slices.Contains(e.Leases, r) {
-				return Election{}, errorf(varLeases, "%q is listed twice", r)
-			}
 			e.Leases = append(e.Leases, r)
-		}
-		if len(e.Leases) > group.MaxLeases {
-			return Election{}, errorf(varLeases, "lists %d Leases, more than %d", len(e.Leases), group.MaxLeases)
 		}
 		sorted := slices.Sorted(slices.Values(e.Leases))
 		sum := sha256.Sum256([]byte(strings.Join(sorted, ",")))
@@ -94,21 +92,69 @@ func election(s spec) (Election, error) {
 	case s.Group != "":
 		e.Group = s.Group
 	}
-	if errs := validation.IsValidLabelValue(e.Group); len(errs) > 0 || e.Group == "" {
-		variable := varGroup
-		if s.Group == "" {
-			variable = varLeaseName
-		}
-		return Election{}, errorf(variable, "the group name %q must be a label value (at most 63 characters: letters, digits, '-', '_', '.'), %s; set %s to name the group",
-			e.Group, strings.Join(errs, "; "), varGroup)
-	}
-	if errs := validation.IsDNS1123Subdomain(group.MemberLeaseName(e.Group, "")); len(errs) > 0 {
-		return Election{}, errorf(varGroup, "the group name %q does not make valid member Lease names (<group>-member-<hash>, a DNS subdomain): %s", e.Group, strings.Join(errs, "; "))
-	}
 	if balanceSet {
 		e.Balance = *s.Balance
 	}
 	return e, nil
+}
+
+// ElectionConfig is the decision core's configuration shared by every
+// Lease of this instance: what elect.New (with the Lease client, clock,
+// logger and metrics) or a group needs. Name is the first Lease's (the
+// only one's, without a group; a group names each election).
+func (c Config) ElectionConfig() decide.Config {
+	return decide.Config{
+		Namespace:     c.LeaseNamespace,
+		Name:          c.Leases[0],
+		Identity:      c.Identity,
+		LeaseDuration: c.LeaseDuration,
+		RenewDeadline: c.RenewDeadline,
+		RetryPeriod:   c.RetryPeriod,
+		ReleaseOnStop: c.ReleaseOnShutdown,
+		// No term before the app was seen healthy; an observer never
+		// campaigns.
+		StartWithdrawn: c.AppHealth.Enabled() || !c.Candidate,
+	}
+}
+
+// GroupConfig is the lease group's configuration (with a group): what
+// group.New needs besides the Lease client, clock, logger and registerer.
+func (c Config) GroupConfig() group.Config {
+	return group.Config{
+		Name:      c.Group,
+		Leases:    c.Leases,
+		Election:  c.ElectionConfig(),
+		Candidate: c.Candidate,
+		Balance:   c.Balance,
+	}
+}
+
+// validateElection checks rule 4: the decision core's rules, and with a
+// group first the group's, on the variables their fields come from.
+func (c Config) validateElection(s spec) error {
+	vars := fieldVars{
+		"decide.Namespace":     varLeaseNamespace,
+		"decide.Name":          varLeaseName,
+		"decide.Identity":      varIdentity,
+		"decide.LeaseDuration": varLeaseDuration,
+		"decide.RenewDeadline": varRenewDeadline,
+		"decide.RetryPeriod":   varRetryPeriod,
+	}
+	if !c.Grouped() {
+		ec := c.ElectionConfig()
+		return fromRule(ec.Validate(), vars, "")
+	}
+	vars["group.Leases"] = groupVars(s)
+	vars["group.Name"] = varGroup
+	if s.Group == "" && s.Leases == "" {
+		vars["group.Name"] = varLeaseName // the shards' prefix names the group
+	}
+	gc := c.GroupConfig()
+	err := fromRule(gc.Validate(), vars, "")
+	if e, ok := errors.AsType[*Error](err); ok && e.Var == varLeaseName && s.Group == "" {
+		e.Rule += "; set " + varGroup + " to name the group"
+	}
+	return err
 }
 
 // groupVars names the variables that configured the group.

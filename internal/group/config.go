@@ -1,15 +1,16 @@
 package group
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/elect/decide"
+	"github.com/leasehold/leasehold/internal/rule"
 )
 
 // MaxLeases bounds the size of a group.
@@ -48,20 +49,33 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// validate checks c.
-func (c *Config) validate() error {
-	switch {
-	case c.Name == "":
-		return errors.New("group: Name is required")
-	case len(c.Leases) == 0 || len(c.Leases) > MaxLeases:
-		return fmt.Errorf("group: %d Leases; want 1 to %d", len(c.Leases), MaxLeases)
-	case c.Client == nil:
-		return errors.New("group: Client is required")
+// Validate checks c's settings (not its Client, Clock, Logger or
+// Registerer) and returns the first broken rule as a *rule.Error naming the
+// fields it relates, with their values:
+//
+//   - Name is a label value (at most 63 characters) that makes valid member
+//     Lease names (MemberLeaseName: <name>-member-<hash>, a DNS subdomain);
+//   - there are 1 to MaxLeases Leases, none listed twice;
+//   - Election satisfies decide.Config.Validate, with the first Lease as its
+//     Name.
+func (c *Config) Validate() error {
+	name := rule.Field{Name: "Name", Label: "group name", Value: c.Name}
+	if errs := validation.IsValidLabelValue(c.Name); len(errs) > 0 || c.Name == "" {
+		if c.Name == "" {
+			errs = append(errs, "required")
+		}
+		return rule.Errorf(component, "%s must be a label value (at most 63 characters: letters, digits, '-', '_', '.'): %s", name, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(MemberLeaseName(c.Name, "")); len(errs) > 0 {
+		return rule.Errorf(component, "%s does not make valid member Lease names (<group>-member-<hash>, a DNS subdomain): %s", name, strings.Join(errs, "; "))
+	}
+	if n := len(c.Leases); n == 0 || n > MaxLeases {
+		return rule.Errorf(component, "%s Leases: want 1 to %d", rule.Field{Name: "Leases", Value: n}, MaxLeases)
 	}
 	seen := map[string]bool{}
 	for _, l := range c.Leases {
 		if seen[l] {
-			return fmt.Errorf("group: Lease %q is listed twice", l)
+			return rule.Errorf(component, "%s is listed twice", rule.Field{Name: "Leases", Label: "Lease", Value: l})
 		}
 		seen[l] = true
 	}
@@ -69,6 +83,9 @@ func (c *Config) validate() error {
 	e.Name = c.Leases[0]
 	return e.Validate()
 }
+
+// component prefixes the messages of Validate.
+const component = "group"
 
 // settleTime is how long after a member joined the others wait before they
 // give Leases up to rebalance: members of one scale-up join within it, and

@@ -47,7 +47,10 @@ type fitRequest struct {
 
 // New checks cfg and builds the group's electors; nothing runs before Run.
 func New(cfg Config) (*Group, error) {
-	if err := cfg.validate(); err != nil {
+	if cfg.Client == nil {
+		return nil, errors.New("group: Client is required")
+	}
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	g := &Group{

@@ -2,8 +2,6 @@ package podlabel
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/rule"
 )
 
 // Source publishes the election state; *elect.Elector satisfies it.
@@ -57,37 +56,59 @@ type Config struct {
 	Metrics *Metrics
 }
 
-func (c *Config) validate() error {
-	switch {
-	case c.Pods == nil:
-		return errors.New("podlabel: Pods client is required")
-	case c.Source == nil:
-		return errors.New("podlabel: Source is required")
-	case c.Namespace == "":
-		return errors.New("podlabel: the Pod's namespace is required (set POD_NAMESPACE from the downward API)")
-	case c.PodName == "":
-		return errors.New("podlabel: the Pod's name is required (set POD_NAME from the downward API)")
-	case c.LeaseNamespace == "" || c.LeaseName == "":
-		return errors.New("podlabel: the Lease's namespace and name are required: they name the election in the election label")
-	case c.RetryPeriod <= 0:
-		return fmt.Errorf("podlabel: retryPeriod %s must be positive", c.RetryPeriod)
-	case c.Resync <= 0:
-		return fmt.Errorf("podlabel: resync %s must be positive", c.Resync)
-	}
+// Validate checks c's settings (not its Pods, Source, Clock, Logger or
+// Metrics) and returns the first broken rule as a *rule.Error naming the
+// fields it relates, with their values:
+//
+//   - Key is a qualified label name, and not LeaseKey;
+//   - Namespace and PodName locate a Pod: a DNS label and a DNS subdomain;
+//   - LeaseNamespace and LeaseName name a Lease: a DNS label and a DNS
+//     subdomain;
+//   - RetryPeriod and Resync are greater than 0.
+func (c *Config) Validate() error {
+	var (
+		key            = rule.Field{Name: "Key", Value: c.Key}
+		namespace      = rule.Field{Name: "Namespace", Label: "the Pod's namespace", Value: c.Namespace}
+		podName        = rule.Field{Name: "PodName", Label: "podName", Value: c.PodName}
+		leaseNamespace = rule.Field{Name: "LeaseNamespace", Label: "the Lease's namespace", Value: c.LeaseNamespace}
+		leaseName      = rule.Field{Name: "LeaseName", Label: "the Lease's name", Value: c.LeaseName}
+	)
 	if errs := validation.IsQualifiedName(c.Key); len(errs) > 0 {
-		return fmt.Errorf("podlabel: label key %q is not a valid qualified name: %s", c.Key, strings.Join(errs, "; "))
+		return rule.Errorf(component, "%s is not a valid label key: %s", key, strings.Join(errs, "; "))
 	}
 	if c.Key == LeaseKey {
-		return fmt.Errorf("podlabel: label key %q is the election label's own key; choose another", c.Key)
+		return rule.Errorf(component, "%s is the election label that leasehold writes next to the leader label; choose another key, such as leasehold.io/leader", key)
 	}
+	switch {
+	case c.Namespace == "":
+		return rule.Errorf(component, "%s is required (set POD_NAMESPACE from the downward API)", namespace)
+	case c.PodName == "":
+		return rule.Errorf(component, "%s is required (set POD_NAME from the downward API)", podName)
+	}
+	if errs := validation.IsDNS1123Label(c.Namespace); len(errs) > 0 {
+		return rule.Errorf(component, "%s is not a valid DNS label: %s", namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(c.PodName); len(errs) > 0 {
+		return rule.Errorf(component, "%s is not a valid Pod name: %s", podName, strings.Join(errs, "; "))
+	}
+	// The Lease's namespace and name make the election label's value.
 	if errs := validation.IsDNS1123Label(c.LeaseNamespace); len(errs) > 0 {
-		return fmt.Errorf("podlabel: the Lease's namespace %q is not a valid DNS label: %s", c.LeaseNamespace, strings.Join(errs, "; "))
+		return rule.Errorf(component, "%s is not a valid DNS label: %s", leaseNamespace, strings.Join(errs, "; "))
 	}
 	if errs := validation.IsDNS1123Subdomain(c.LeaseName); len(errs) > 0 {
-		return fmt.Errorf("podlabel: the Lease's name %q is not a valid DNS subdomain: %s", c.LeaseName, strings.Join(errs, "; "))
+		return rule.Errorf(component, "%s is not a valid DNS subdomain: %s", leaseName, strings.Join(errs, "; "))
+	}
+	switch {
+	case c.RetryPeriod <= 0:
+		return rule.Errorf(component, "%s must be greater than 0", rule.Field{Name: "RetryPeriod", Label: "retryPeriod", Value: c.RetryPeriod})
+	case c.Resync <= 0:
+		return rule.Errorf(component, "%s must be greater than 0", rule.Field{Name: "Resync", Label: "resync", Value: c.Resync})
 	}
 	return nil
 }
+
+// component prefixes the messages of Validate.
+const component = "podlabel"
 
 // requestTimeout bounds every API request of the loop, so that a
 // black-holed apiserver cannot stall it for longer than one period.

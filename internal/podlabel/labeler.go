@@ -34,7 +34,13 @@ type Labeler struct {
 
 // New checks cfg and returns a Labeler that has not started.
 func New(cfg Config) (*Labeler, error) {
-	if err := cfg.validate(); err != nil {
+	switch {
+	case cfg.Pods == nil:
+		return nil, errors.New("podlabel: Pods client is required")
+	case cfg.Source == nil:
+		return nil, errors.New("podlabel: Source is required")
+	}
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	l := &Labeler{

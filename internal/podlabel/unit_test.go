@@ -23,6 +23,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/rule"
 )
 
 // Narrow unit tests on a fake clock and a fake clientset: they prove the
@@ -548,6 +549,9 @@ func TestCleanupTouchesOnlyItsOwnElection(t *testing.T) {
 	}
 }
 
+// TestNewRejectsBadConfig is the table of Config's rules (Validate), plus
+// the clients New needs: each broken rule is reported naming the field it
+// is about, with its value.
 func TestNewRejectsBadConfig(t *testing.T) {
 	good := func() Config {
 		return Config{
@@ -559,29 +563,47 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if _, err := New(good()); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
-	for name, change := range map[string]func(*Config){
-		"no client":           func(c *Config) { c.Pods = nil },
-		"no source":           func(c *Config) { c.Source = nil },
-		"no namespace":        func(c *Config) { c.Namespace = "" },
-		"no pod name":         func(c *Config) { c.PodName = "" },
-		"empty key":           func(c *Config) { c.Key = "" },
-		"key with a space":    func(c *Config) { c.Key = "leader label" },
-		"key with two slash":  func(c *Config) { c.Key = "a/b/c" },
-		"bad prefix":          func(c *Config) { c.Key = "Leasehold_IO/leader" },
-		"election key":        func(c *Config) { c.Key = LeaseKey },
-		"no lease namespace":  func(c *Config) { c.LeaseNamespace = "" },
-		"bad lease namespace": func(c *Config) { c.LeaseNamespace = "a.b" },
-		"no lease name":       func(c *Config) { c.LeaseName = "" },
-		"bad lease name":      func(c *Config) { c.LeaseName = "Orders" },
-		"long lease name":     func(c *Config) { c.LeaseName = strings.Repeat("a", 254) },
-		"zero retry":          func(c *Config) { c.RetryPeriod = 0 },
-		"zero resync":         func(c *Config) { c.Resync = 0 },
+	for name, tc := range map[string]struct {
+		change func(*Config)
+		want   string
+		field  string // the field the *rule.Error is about; "" for a missing client
+	}{
+		"no client":           {func(c *Config) { c.Pods = nil }, "podlabel: Pods client is required", ""},
+		"no source":           {func(c *Config) { c.Source = nil }, "podlabel: Source is required", ""},
+		"no namespace":        {func(c *Config) { c.Namespace = "" }, `podlabel: the Pod's namespace "" is required`, "Namespace"},
+		"bad namespace":       {func(c *Config) { c.Namespace = "Bad" }, `podlabel: the Pod's namespace "Bad" is not a valid DNS label: `, "Namespace"},
+		"no pod name":         {func(c *Config) { c.PodName = "" }, `podlabel: podName "" is required`, "PodName"},
+		"bad pod name":        {func(c *Config) { c.PodName = "Pod_1" }, `podlabel: podName "Pod_1" is not a valid Pod name: `, "PodName"},
+		"empty key":           {func(c *Config) { c.Key = "" }, `podlabel: "" is not a valid label key: `, "Key"},
+		"key with a space":    {func(c *Config) { c.Key = "leader label" }, `"leader label" is not a valid label key`, "Key"},
+		"key with two slash":  {func(c *Config) { c.Key = "a/b/c" }, `"a/b/c" is not a valid label key`, "Key"},
+		"bad prefix":          {func(c *Config) { c.Key = "Leasehold_IO/leader" }, `"Leasehold_IO/leader" is not a valid label key`, "Key"},
+		"prefix only":         {func(c *Config) { c.Key = "leasehold.io/" }, `"leasehold.io/" is not a valid label key`, "Key"},
+		"election key":        {func(c *Config) { c.Key = LeaseKey }, `podlabel: "leasehold.io/lease" is the election label that leasehold writes next to the leader label; choose another key, such as leasehold.io/leader`, "Key"},
+		"no lease namespace":  {func(c *Config) { c.LeaseNamespace = "" }, `the Lease's namespace "" is not a valid DNS label`, "LeaseNamespace"},
+		"bad lease namespace": {func(c *Config) { c.LeaseNamespace = "a.b" }, `the Lease's namespace "a.b" is not a valid DNS label`, "LeaseNamespace"},
+		"no lease name":       {func(c *Config) { c.LeaseName = "" }, `the Lease's name "" is not a valid DNS subdomain`, "LeaseName"},
+		"bad lease name":      {func(c *Config) { c.LeaseName = "Orders" }, `the Lease's name "Orders" is not a valid DNS subdomain`, "LeaseName"},
+		"long lease name":     {func(c *Config) { c.LeaseName = strings.Repeat("a", 254) }, "is not a valid DNS subdomain", "LeaseName"},
+		"zero retry":          {func(c *Config) { c.RetryPeriod = 0 }, "podlabel: retryPeriod (0s) must be greater than 0", "RetryPeriod"},
+		"zero resync":         {func(c *Config) { c.Resync = 0 }, "podlabel: resync (0s) must be greater than 0", "Resync"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := good()
-			change(&c)
-			if _, err := New(c); err == nil {
+			tc.change(&c)
+			_, err := New(c)
+			if err == nil {
 				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New error %q, want it to contain %q", err, tc.want)
+			}
+			re, ok := errors.AsType[*rule.Error](err)
+			switch {
+			case tc.field == "" && ok:
+				t.Errorf("a missing client reported as a rule: %v", err)
+			case tc.field != "" && (!ok || re.Fields[0].Name != tc.field):
+				t.Errorf("New error %v (%T): want a *rule.Error about %s", err, err, tc.field)
 			}
 		})
 	}

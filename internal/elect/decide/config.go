@@ -1,9 +1,10 @@
 package decide
 
 import (
-	"errors"
-	"fmt"
+	"math/bits"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/rule"
 )
 
 // Config describes one candidate for one Lease.
@@ -31,25 +32,58 @@ type Config struct {
 	StartWithdrawn bool
 }
 
-// Validate applies client-go's timing rules plus the one client-go omits,
-// renewDeadline + retryPeriod < leaseDuration, which keeps a leader from
-// believing it leads after the others judged its lease expired.
+// Validate checks c's rules and returns the first broken one as a
+// *rule.Error naming the fields it relates, with their values:
+//
+//   - Namespace, Name and Identity are set;
+//   - LeaseDuration is a whole number of seconds, at least 1s (the Lease
+//     stores whole seconds);
+//   - RetryPeriod is greater than 0;
+//   - RenewDeadline is greater than 1.2 × RetryPeriod (client-go's rule);
+//   - RenewDeadline + RetryPeriod is less than LeaseDuration, the rule
+//     client-go omits: otherwise a leader can still believe it leads after
+//     the others have judged its lease expired.
+//
+// The relations are computed exactly: no duration overflows them.
 func (c *Config) Validate() error {
+	var (
+		namespace = rule.Field{Name: "Namespace", Label: "namespace", Value: c.Namespace}
+		name      = rule.Field{Name: "Name", Label: "name", Value: c.Name}
+		identity  = rule.Field{Name: "Identity", Label: "identity", Value: c.Identity}
+		lease     = rule.Field{Name: "LeaseDuration", Label: "leaseDuration", Value: c.LeaseDuration}
+		renew     = rule.Field{Name: "RenewDeadline", Label: "renewDeadline", Value: c.RenewDeadline}
+		retry     = rule.Field{Name: "RetryPeriod", Label: "retryPeriod", Value: c.RetryPeriod}
+	)
 	switch {
-	case c.Namespace == "" || c.Name == "":
-		return errors.New("decide: Lease namespace and name are required")
+	case c.Namespace == "":
+		return rule.Errorf(component, "the Lease's %s is required", namespace)
+	case c.Name == "":
+		return rule.Errorf(component, "the Lease's %s is required", name)
 	case c.Identity == "":
-		return errors.New("decide: Identity is required")
+		return rule.Errorf(component, "%s is required", identity)
 	case c.LeaseDuration < time.Second || c.LeaseDuration%time.Second != 0:
-		return fmt.Errorf("decide: leaseDuration %s must be whole seconds, at least 1s", c.LeaseDuration)
+		return rule.Errorf(component, "%s must be a whole number of seconds and at least 1s", lease)
 	case c.RetryPeriod <= 0:
-		return fmt.Errorf("decide: retryPeriod %s must be positive", c.RetryPeriod)
-	case 5*c.RenewDeadline <= 6*c.RetryPeriod:
-		return fmt.Errorf("decide: renewDeadline %s must exceed 1.2 × retryPeriod %s", c.RenewDeadline, c.RetryPeriod)
-	case c.RenewDeadline+c.RetryPeriod >= c.LeaseDuration:
-		return fmt.Errorf("decide: renewDeadline %s + retryPeriod %s must be less than leaseDuration %s", c.RenewDeadline, c.RetryPeriod, c.LeaseDuration)
+		return rule.Errorf(component, "%s must be greater than 0", retry)
+	// 5·renew > 6·retry, in 128 bits.
+	case c.RenewDeadline <= 0 || !mulGreater(uint64(c.RenewDeadline), 5, uint64(c.RetryPeriod), 6):
+		return rule.Errorf(component, "%s must be greater than 1.2 × %s", renew, retry)
+	// All three are positive here: leaseDuration - renewDeadline cannot
+	// overflow.
+	case c.RetryPeriod >= c.LeaseDuration-c.RenewDeadline:
+		return rule.Errorf(component, "%s + %s must be less than %s", renew, retry, lease)
 	}
 	return nil
+}
+
+// component prefixes the messages of Validate.
+const component = "decide"
+
+// mulGreater reports whether a·ka > b·kb, exactly.
+func mulGreater(a, ka, b, kb uint64) bool {
+	ahi, alo := bits.Mul64(a, ka)
+	bhi, blo := bits.Mul64(b, kb)
+	return ahi > bhi || (ahi == bhi && alo > blo)
 }
 
 // maxBackoff caps the delay before a candidate retries after an error:

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/config"
+	"github.com/leasehold/leasehold/internal/kubeclient"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
+)
+
+// The sidecar in-process, through its seam (newSidecar, Run), against the
+// real apiserver: the process-level tests (sidecar_test.go,
+// shutdown_test.go) cover signals and exit statuses.
+
+// inProcess is one sidecar built by newSidecar, with what its test needs to
+// look at it.
+type inProcess struct {
+	cfg      config.Config
+	sc       *sidecar
+	api, ops string // http://host:port
+	probes   atomic.Int64
+	pods     interface {
+		Get(context.Context, string, metav1.GetOptions) (*corev1.Pod, error)
+	}
+	cluster  *kubetest.Cluster
+	registry *prometheus.Registry
+}
+
+const (
+	inProcessPod   = "pod-a"
+	inProcessLabel = "leasehold.io/leader"
+)
+
+// newInProcess configures a sidecar from the environment as the binary
+// does (config.Loader), with health-gated candidacy on an app that answers
+// 200 and the leader label on a Pod of its own, and builds it on the shared
+// apiserver with fresh listeners and registry.
+func newInProcess(t *testing.T) *inProcess {
+	t.Helper()
+	cluster := sharedCluster(t)
+	ns, err := cluster.CreateNamespace(t.Context(), "inproc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := cluster.Clientset()
+	// No controller manager creates the default ServiceAccount that
+	// admission looks up for every Pod.
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: inProcessPod},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: new(false),
+			Containers:                   []corev1.Container{{Name: "app", Image: "example.com/app:1"}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := &inProcess{pods: cs.CoreV1().Pods(ns), cluster: cluster, registry: prometheus.NewRegistry()}
+	app := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { p.probes.Add(1) }))
+	t.Cleanup(app.Close)
+
+	for k, v := range map[string]string{
+		"LEASEHOLD_LEASE_NAME":                   "app",
+		"LEASEHOLD_LEASE_NAMESPACE":              ns,
+		"POD_NAME":                               inProcessPod,
+		"POD_NAMESPACE":                          ns,
+		"LEASEHOLD_LEASE_DURATION":               "3s",
+		"LEASEHOLD_RENEW_DEADLINE":               "2s",
+		"LEASEHOLD_RETRY_PERIOD":                 "500ms",
+		"LEASEHOLD_APP_HEALTH_URL":               app.URL + "/healthz",
+		"LEASEHOLD_APP_HEALTH_INTERVAL":          "100ms",
+		"LEASEHOLD_APP_HEALTH_TIMEOUT":           "100ms",
+		"LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD": "1",
+		"LEASEHOLD_POD_LABEL":                    inProcessLabel,
+	} {
+		t.Setenv(k, v)
+	}
+	if p.cfg, err = config.Load(); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := kubeclient.New(kubeclient.Options{Kubeconfig: cluster.Admin().Kubeconfig, UserAgent: "leasehold/in-process-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, ops := listen(t), listen(t)
+	p.api, p.ops = "http://"+api.Addr().String(), "http://"+ops.Addr().String()
+	p.sc, err = newSidecar(p.cfg, sidecarDeps{
+		rest: rest, api: api, ops: ops, registry: p.registry,
+		log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// run starts Run in the background; its error arrives on the channel.
+func (p *inProcess) run(ctx context.Context) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- p.sc.Run(ctx) }()
+	return done
+}
+
+// holder reads the Lease's holder from the apiserver.
+func (p *inProcess) holder(t *testing.T) string {
+	t.Helper()
+	l, err := p.cluster.Clientset().CoordinationV1().Leases(p.cfg.LeaseNamespace).Get(context.Background(), "app", metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("get the Lease: %v", err)
+		return "<error>"
+	}
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// label reads the leader label of the sidecar's Pod from the apiserver.
+func (p *inProcess) label(t *testing.T) string {
+	t.Helper()
+	pod, err := p.pods.Get(context.Background(), inProcessPod, metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("get the Pod: %v", err)
+		return "<error>"
+	}
+	return pod.Labels[inProcessLabel]
+}
+
+// watchers reads the leasehold_watchers gauge: the open blocking requests.
+func (p *inProcess) watchers(t *testing.T) float64 {
+	t.Helper()
+	families, err := p.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() == "leasehold_watchers" {
+			for _, m := range f.GetMetric() {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// status is the part of /v1/status these tests read.
+type status struct {
+	Leader bool   `json:"leader"`
+	Holder string `json:"holder"`
+	Index  uint64 `json:"index"`
+}
+
+// apiAnswer is one answer of the sidecar's API.
+type apiAnswer struct {
+	code       int
+	retryAfter string
+	status     status // when code is 200 and the body is a status
+	err        error
+}
+
+// getAnswer sends GET url and reads the answer, within ctx.
+func getAnswer(ctx context.Context, url string) apiAnswer {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return apiAnswer{err: err}
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		return apiAnswer{err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	r := apiAnswer{code: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), err: err}
+	if r.err == nil && r.code == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		r.err = json.Unmarshal(body, &r.status)
+	}
+	return r
+}
+
+// getSoon is getAnswer bounded by a few seconds: an answer that should come at
+// once.
+func getSoon(url string) apiAnswer {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return getAnswer(ctx, url)
+}
+
+// await polls cond until it holds, failing t after a generous bound.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 30s", what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling; the deadline decides
+	}
+}
+
+// The shutdown order, step by step, as the world sees it: the test stops
+// the shutdown after each step (sidecar.stepped) and reads the readiness,
+// the API, the Lease and the Pod label from the apiserver, and an open
+// long-poll. Each step has its effect before the next begins:
+//
+//  1. readiness fails, and nothing else: still leading, the Lease still
+//     held, the label still "true", the open long-poll still open;
+//  2. the prober stops: no probe after it, and still no release;
+//  3. the election stops reporting and releases: the open long-poll is
+//     told leader:false, the Lease's holder is empty, /v1/leader says 503,
+//     and the API still serves;
+//  4. the labeler clears the label: "false";
+//  5. blocking requests end: a long-poll at the current index is refused
+//     with 503 and Retry-After at once;
+//  6. the servers close: the API refuses connections.
+func TestShutdownOrderInProcess(t *testing.T) {
+	p := newInProcess(t)
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	done := p.run(ctx)
+
+	var st status
+	await(t, "leadership", func() bool {
+		r := getSoon(p.api + "/v1/status")
+		st = r.status
+		return r.err == nil && r.status.Leader
+	})
+	await(t, `leader label "true"`, func() bool { return p.label(t) == "true" })
+	if h := p.holder(t); h != p.cfg.Identity {
+		t.Fatalf("the Lease's holder is %q, want this sidecar %q", h, p.cfg.Identity)
+	}
+	pollCtx, cancelPoll := context.WithTimeout(t.Context(), time.Minute)
+	defer cancelPoll()
+	poll := make(chan apiAnswer, 1)
+	go func() {
+		poll <- getAnswer(pollCtx, p.api+"/v1/watch?index="+strconv.FormatUint(st.Index, 10)+"&wait=1m")
+	}()
+	await(t, "open long-poll", func() bool { return p.watchers(t) == 1 })
+
+	var steps []string
+	var probesAfterProber int64
+	p.sc.stepped = func(step string) {
+		steps = append(steps, step)
+		switch step {
+		case stepReadiness:
+			if r := getSoon(p.ops + "/readyz"); r.code != http.StatusServiceUnavailable {
+				t.Errorf("%s: /readyz %d (err %v), want 503", step, r.code, r.err)
+			}
+			if r := getSoon(p.api + "/v1/leader"); r.code != http.StatusOK {
+				t.Errorf("%s: /v1/leader %d (err %v), want 200: still leading", step, r.code, r.err)
+			}
+			if h := p.holder(t); h != p.cfg.Identity {
+				t.Errorf("%s: the Lease's holder %q, want still this sidecar", step, h)
+			}
+			if l := p.label(t); l != "true" {
+				t.Errorf("%s: label %q, want still true", step, l)
+			}
+			if len(poll) != 0 {
+				t.Errorf("%s: the open long-poll was answered: %+v", step, <-poll)
+			}
+		case stepProber:
+			probesAfterProber = p.probes.Load()
+			if h := p.holder(t); h != p.cfg.Identity {
+				t.Errorf("%s: the Lease's holder %q, want still this sidecar", step, h)
+			}
+		case stepElection:
+			if h := p.holder(t); h != "" {
+				t.Errorf("%s: the Lease's holder %q, want it released", step, h)
+			}
+			select {
+			case r := <-poll:
+				if r.err != nil || r.code != http.StatusOK || r.status.Leader || r.status.Index <= st.Index {
+					t.Errorf("%s: the open long-poll answered %d %+v (err %v), want 200 with leader:false at a later index", step, r.code, r.status, r.err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("%s: the open long-poll was not answered", step)
+			}
+			if r := getSoon(p.api + "/v1/leader"); r.code != http.StatusServiceUnavailable {
+				t.Errorf("%s: /v1/leader %d (err %v), want 503 from a serving API", step, r.code, r.err)
+			}
+		case stepLabeler:
+			if l := p.label(t); l != "false" {
+				t.Errorf("%s: label %q, want false", step, l)
+			}
+		case stepBlocking:
+			r := getSoon(p.api + "/v1/status")
+			if r.err != nil || r.code != http.StatusOK {
+				t.Errorf("%s: /v1/status %d (err %v), want 200", step, r.code, r.err)
+				break
+			}
+			r = getSoon(p.api + "/v1/watch?index=" + strconv.FormatUint(r.status.Index, 10) + "&wait=1m")
+			if r.code != http.StatusServiceUnavailable || r.retryAfter == "" {
+				t.Errorf("%s: a long-poll at the current index answered %d, Retry-After %q (err %v), want 503 with Retry-After", step, r.code, r.retryAfter, r.err)
+			}
+		case stepServers:
+			if r := getSoon(p.api + "/v1/status"); r.err == nil {
+				t.Errorf("%s: the API answered %d, want a refused connection", step, r.code)
+			}
+		}
+	}
+	stop() // as a signal does
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v, want nil after its context ended", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return within a minute of its context's end")
+	}
+	want := []string{stepReadiness, stepProber, stepElection, stepLabeler, stepBlocking, stepServers}
+	if !slices.Equal(steps, want) {
+		t.Errorf("shutdown steps %q, want %q", steps, want)
+	}
+	if n := p.probes.Load(); probesAfterProber == 0 || n != probesAfterProber {
+		t.Errorf("%d probes when the prober stopped, %d at the end: want some, and none after it stopped", probesAfterProber, n)
+	}
+}
+
+// A task or server that fails ends Run with its error, through the same
+// shutdown: here the API's listener is closed under it, so its server
+// fails at once; the election, started all the same, stops, and Run
+// returns the server's error.
+func TestAFailureShutsDownAndIsReturned(t *testing.T) {
+	p := newInProcess(t)
+	p.sc.servers[0].listener.Close()
+	var steps []string
+	p.sc.stepped = func(step string) { steps = append(steps, step) }
+	select {
+	case err := <-p.run(t.Context()):
+		if err == nil || !strings.HasPrefix(err.Error(), "api server: ") || !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Run: %v, want the API server's failure", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return within a minute of the API server's failure")
+	}
+	if want := []string{stepReadiness, stepProber, stepElection, stepLabeler, stepBlocking, stepServers}; !slices.Equal(steps, want) {
+		t.Errorf("shutdown steps %q, want %q", steps, want)
+	}
+}
