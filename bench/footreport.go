@@ -205,7 +205,13 @@ func yesNo(b bool) string {
 func (r *report) writeFootprint(path string) error {
 	var b strings.Builder
 	r.footprintMarkdown(&b)
-	section := b.String()
+	return writeSection(path, footprintBegin, footprintEnd, b.String())
+}
+
+// writeSection replaces the section of the report file at path between
+// the markers begin and end (section includes them), or appends section
+// when the file has none; it creates the file when missing.
+func writeSection(path, begin, end, section string) error {
 	old, err := os.ReadFile(path)
 	switch {
 	case os.IsNotExist(err):
@@ -214,10 +220,10 @@ func (r *report) writeFootprint(path string) error {
 		return err
 	}
 	doc := string(old)
-	begin, end := strings.Index(doc, footprintBegin), strings.Index(doc, footprintEnd)
-	if begin < 0 || end < begin {
+	b, e := strings.Index(doc, begin), strings.Index(doc, end)
+	if b < 0 || e < b {
 		return os.WriteFile(path, []byte(strings.TrimRight(doc, "\n")+"\n\n"+section), 0o644)
 	}
-	doc = doc[:begin] + section + strings.TrimPrefix(doc[end+len(footprintEnd):], "\n")
+	doc = doc[:b] + section + strings.TrimPrefix(doc[e+len(end):], "\n")
 	return os.WriteFile(path, []byte(doc), 0o644)
 }

@@ -16,6 +16,10 @@ type sample struct {
 	sent, received time.Time
 	leader         bool
 	token          fence.Token
+	// term tells terms apart where there is no token (client-go's
+	// baseline in group mode counts its own terms of each Lease); 0 when
+	// not reported.
+	term int32
 }
 
 // sampler asks every instance for its status every few milliseconds.
@@ -75,10 +79,12 @@ func (s *sampler) stop() []sample {
 // overlaps reports whether two instances certainly claimed leadership at
 // the same instant. An instance B certainly leads from the receipt of one
 // leader:true sample to the sending of a later one, when every sample of B
-// in between also said leader:true with the same token (a term does not
-// end and restart with the same token; client-go never re-campaigns). If
+// in between also said leader:true with the same token and term (a term
+// does not end and restart with the same token; client-go's single-Lease
+// baseline never re-campaigns, and its group mode numbers its terms). If
 // another instance A said leader:true in a sample lying wholly inside such
-// a span, both claimed leadership at once.
+// a span, both claimed leadership at once. For a lease group, call it on
+// the samples of one Lease at a time (lgObserver).
 func overlaps(samples []sample) bool {
 	byInst := map[*fleet.Instance][]sample{}
 	for _, s := range samples {
@@ -113,7 +119,7 @@ func leaderSpans(samples []sample) []span {
 			continue
 		}
 		j := i
-		for j+1 < len(samples) && samples[j+1].leader && samples[j+1].token == samples[i].token {
+		for j+1 < len(samples) && samples[j+1].leader && samples[j+1].token == samples[i].token && samples[j+1].term == samples[i].term {
 			j++
 		}
 		if j > i {

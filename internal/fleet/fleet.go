@@ -309,3 +309,27 @@ func WaitLeader(ctx context.Context, instances []*Instance, interval time.Durati
 		}
 	}
 }
+
+// Leases asks the instance's API for GET /v1/leases: every Lease's status,
+// judged at one instant.
+func (i *Instance) Leases(ctx context.Context) (httpapi.Leases, error) {
+	var l httpapi.Leases
+	code, err := get(ctx, i.APIURL+"/v1/leases", &l)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET /v1/leases: %d", code)
+	}
+	return l, err
+}
+
+// LeasesAfter is GET /v1/leases?index=index&wait=wait, a blocking query: it
+// answers at once when the instance's group index differs from index, else
+// when it changes or wait has passed. It is bounded by ctx alone.
+func (i *Instance) LeasesAfter(ctx context.Context, index uint64, wait time.Duration) (httpapi.Leases, error) {
+	var l httpapi.Leases
+	url := fmt.Sprintf("%s/v1/leases?index=%d&wait=%s", i.APIURL, index, wait)
+	code, err := getWait(ctx, url, &l)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET /v1/leases?index=%d: %d", index, code)
+	}
+	return l, err
+}
