@@ -370,7 +370,7 @@ type lgRequests struct {
 	total        float64
 	renewals     float64 // leasehold: renew writes (leasehold_renew_duration_seconds, every Lease)
 	shardWrites  int     // versions of the shard Leases seen on the watch
-	memberWrites int     // versions of other Leases (leasehold's member Leases)
+	memberWrites int     // versions of other Leases (leasehold's member Leases), the write probe's aside
 }
 
 func (r lgRequests) perMinute(n float64) float64 {
@@ -424,7 +424,7 @@ func (t *lgRun) countRequests(ctx context.Context) (lgRequests, error) {
 		r.renewals += after[i].Sum("leasehold_renew_duration_seconds", nil) - before[i].Sum("leasehold_renew_duration_seconds", nil)
 	}
 	for _, e := range t.watch.events() {
-		if e.at.Before(start) || e.at.After(end) || e.deleted {
+		if e.at.Before(start) || e.at.After(end) || e.deleted || e.lease == writeProbeLease {
 			continue
 		}
 		if t.shardSet[e.lease] {
@@ -474,9 +474,12 @@ type writeProbe struct {
 	took   []time.Duration
 }
 
+// writeProbeLease is the write probe's Lease.
+const writeProbeLease = "bench-write-probe"
+
 func startWriteProbe(ctx context.Context, cs kubernetes.Interface, ns string, interval time.Duration) (*writeProbe, error) {
 	leases := cs.CoordinationV1().Leases(ns)
-	lease, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "bench-write-probe"}}, metav1.CreateOptions{})
+	lease, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: writeProbeLease}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, err
 	}
