@@ -136,6 +136,7 @@ type lgRun struct {
 	members  []*lgMember // running
 	started  int
 	shardSet map[string]bool
+	begun    time.Time
 }
 
 func (t *lgRun) log(format string, args ...any) {
@@ -153,6 +154,7 @@ func (t *lgRun) run(ctx context.Context, countRequests bool) error {
 		return err
 	}
 	t.cfg.Namespace = ns
+	t.begun = time.Now()
 	t.cfg.Env = []string{fmt.Sprintf("LEASEHOLD_SHARDS=%d", t.opts.groupsShards)}
 	shards := shardNames(t.cfg.Lease, t.opts.groupsShards)
 	t.shardSet = map[string]bool{}
@@ -175,9 +177,12 @@ func (t *lgRun) run(ctx context.Context, countRequests bool) error {
 		}
 		samples := t.obs.stop()
 		for _, lease := range shards {
-			if overlaps(samples[lease]) {
+			if sp, other, ok := overlapWitness(samples[lease]); ok {
 				t.fig.overlapLeases++
-				t.log("%s: two valid holders at once", lease)
+				rel := func(at time.Time) string { return at.Sub(t.begun).Round(time.Microsecond).String() }
+				t.log("%s: two valid holders at once: %s led (token %d) from %s to %s (trial time), and %s answered leader:true (token %d) sent %s, received %s",
+					lease, sp.first.inst.Name, sp.first.token, rel(sp.from), rel(sp.to), other.inst.Name, other.token, rel(other.sent), rel(other.received))
+				t.overlapDump(lease, samples[lease], sp, other)
 			}
 		}
 		t.fig.leaseTrials += len(shards)
@@ -248,8 +253,9 @@ func (t *lgRun) run(ctx context.Context, countRequests bool) error {
 		tr.held = append(tr.held, heldIn(l.Leases))
 	}
 	t.fig.trials = append(t.fig.trials, tr)
-	t.log("scale-up 1 → %d: settled=%v after %v, %d moves (%d after settling), held %v at +%v",
-		len(t.members), settled, tr.settled.Round(time.Millisecond), tr.moves, tr.movesAfterSettle, tr.held, tr.observed.Round(time.Millisecond))
+	t.log("scale-up 1 → %d (others started from %v to %v, trial time): settled=%v after %v, %d moves (%d after settling), held %v at +%v",
+		len(t.members), scaleFrom.Sub(t.begun).Round(time.Millisecond), lastStart.Sub(t.begun).Round(time.Millisecond),
+		settled, tr.settled.Round(time.Millisecond), tr.moves, tr.movesAfterSettle, tr.held, tr.observed.Round(time.Millisecond))
 
 	if countRequests {
 		if t.fig.requests, err = t.countRequests(ctx); err != nil {
@@ -405,8 +411,8 @@ func (t *lgRun) stopOne(ctx context.Context, victim *lgMember, sig syscall.Signa
 	}
 	victim.inst.Stop()
 	what := map[syscall.Signal]string{syscall.SIGTERM: "graceful exit (SIGTERM)", syscall.SIGKILL: "crash (SIGKILL)"}[sig]
-	t.log("%s of %s holding %d: held again p50 %v, max %v; %d not within %v",
-		what, victim.inst.Name, len(leases), quantile(took, 0.5), quantile(took, 1), misses, t.bound())
+	t.log("%s of %s holding %d at %v (trial time): held again p50 %v, max %v; %d not within %v",
+		what, victim.inst.Name, len(leases), struck.Sub(t.begun).Round(time.Millisecond), quantile(took, 0.5), quantile(took, 1), misses, t.bound())
 	return took, fromRelease, toRelease, len(leases), misses, nil
 }
 
@@ -417,4 +423,22 @@ func shardNames(name string, n int) []string {
 		names[i] = fmt.Sprintf("%s-%d", name, i)
 	}
 	return names
+}
+
+// overlapDump logs, for an overlap found on lease, every sample of the two
+// instances around it and every version of the Lease the watch saw then,
+// as evidence.
+func (t *lgRun) overlapDump(lease string, samples []sample, sp span, other sample) {
+	from, to := sp.from.Add(-time.Second), sp.to.Add(time.Second)
+	rel := func(at time.Time) string { return at.Sub(t.begun).Round(time.Microsecond).String() }
+	for _, s := range samples {
+		if (s.inst == sp.first.inst || s.inst == other.inst) && s.received.After(from) && s.sent.Before(to) {
+			t.log("  %s sample %s: sent %s received %s leader=%v token=%d term=%d", lease, s.inst.Name, rel(s.sent), rel(s.received), s.leader, s.token, s.term)
+		}
+	}
+	for _, e := range t.watch.events() {
+		if e.lease == lease && e.at.After(from) && e.at.Before(to) {
+			t.log("  %s version seen %s: holder %q", lease, rel(e.at), e.holder)
+		}
+	}
 }

@@ -86,28 +86,41 @@ func (s *sampler) stop() []sample {
 // a span, both claimed leadership at once. For a lease group, call it on
 // the samples of one Lease at a time (lgObserver).
 func overlaps(samples []sample) bool {
+	_, _, ok := overlapWitness(samples)
+	return ok
+}
+
+// overlapWitness is overlaps with its evidence: the span over which one
+// instance certainly led, with the first and last samples bounding it, and
+// the other instance's leader:true sample inside it.
+func overlapWitness(samples []sample) (span, sample, bool) {
 	byInst := map[*fleet.Instance][]sample{}
 	for _, s := range samples {
 		byInst[s.inst] = append(byInst[s.inst], s)
 	}
 	for b, bs := range byInst {
-		for _, span := range leaderSpans(bs) {
+		for _, sp := range leaderSpans(bs) {
 			for a, as := range byInst {
 				if a == b {
 					continue
 				}
 				for _, s := range as {
-					if s.leader && span.from.Before(s.sent) && s.received.Before(span.to) {
-						return true
+					if s.leader && sp.from.Before(s.sent) && s.received.Before(sp.to) {
+						return sp, s, true
 					}
 				}
 			}
 		}
 	}
-	return false
+	return span{}, sample{}, false
 }
 
-type span struct{ from, to time.Time }
+// span is a time over which one instance certainly led: from the receipt
+// of first to the sending of last, both leader:true with one token.
+type span struct {
+	from, to    time.Time
+	first, last sample
+}
 
 // leaderSpans are the spans over which one instance certainly led (its
 // samples are in sending order).
@@ -123,7 +136,7 @@ func leaderSpans(samples []sample) []span {
 			j++
 		}
 		if j > i {
-			spans = append(spans, span{from: samples[i].received, to: samples[j].sent})
+			spans = append(spans, span{from: samples[i].received, to: samples[j].sent, first: samples[i], last: samples[j]})
 		}
 		i = j + 1
 	}
