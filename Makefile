@@ -76,7 +76,7 @@ REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap image e2e-soak check-no-leftovers
+.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups image e2e-soak check-no-leftovers
 .PHONY: promtool-bin redocly-bin redocly-lint
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
@@ -187,7 +187,7 @@ kube: kube-bins
 image:
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t leasehold:$(IMAGE_TAG) .
 
-## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 15 minutes).
+## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 25 minutes, lease groups included).
 bench: kube-bins
 	go run ./bench -out docs/benchmarks.md $(BENCH_FLAGS)
 
@@ -202,6 +202,12 @@ bench-footprint: kube-bins
 OVERLAP_TRIALS ?= 10
 bench-overlap: kube-bins
 	go run ./bench -only overlap -partitions $(OVERLAP_TRIALS) -pauses $(OVERLAP_TRIALS) -out docs/benchmarks.md $(BENCH_FLAGS)
+
+## bench-groups: only the lease-groups section of make bench (64 shards, 1 → 4 members, graceful exit, crash, requests,
+## one process holding 256 Leases; leasehold side by side with one client-go LeaderElector per Lease; about 8 minutes);
+## replaces only that section of docs/benchmarks.md.
+bench-groups: kube-bins
+	go run ./bench -only groups -out docs/benchmarks.md $(BENCH_FLAGS)
 
 ## help: list the targets and what they do (the default target; from the Makefile's `## target:` comments).
 help:

@@ -18,12 +18,20 @@
 //     with open watchers, CPU while leading, start-up time to readiness,
 //     GET /v1/status throughput, with net/http alone as the floor of the
 //     watchers' cost and leasehold's heap profile (footprint.go). It can run
-//     alone: -only footprint.
+//     alone: -only footprint;
+//   - lease groups, side by side with one client-go LeaderElector per Lease:
+//     a scale-up from one member to several (time until the shares are
+//     fair, Lease moves, max / mean Leases per member), each Lease of a
+//     member that exits gracefully or crashes held again, Leases with two
+//     valid holders at once, the settled group's apiserver requests, and the
+//     memory and CPU of one process holding a large group (groups.go). It
+//     can run alone: -only groups.
 //
 // The overlap trials (partition and pause) can run alone too: -only overlap
 // (with -partitions and -pauses; about 7 s per trial, 5 minutes for 10 of
 // each per implementation).
-// Overlaps are judged by internal/testing/overlap, the fault suite's rule.
+// Overlaps, in those trials and per Lease in the lease groups, are judged
+// by internal/testing/overlap, the fault suite's rule.
 //
 // It prints one table, and with -out also writes it, with the command, the
 // machine and a latency plot, to a Markdown file. With -only it replaces
@@ -63,7 +71,7 @@ func main() {
 	flag.DurationVar(&opts.appTimeout, "app-health-timeout", 500*time.Millisecond, "LEASEHOLD_APP_HEALTH_TIMEOUT in the app-failure trials")
 	flag.IntVar(&opts.appThreshold, "app-health-threshold", 3, "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD in the app-failure trials")
 	flag.StringVar(&opts.out, "out", "", "also write the report (Markdown, plus an SVG plot beside it) to this file")
-	flag.StringVar(&opts.only, "only", "", `run only this section: "footprint", or "overlap" (the partition and pause trials); with -out, only that section of the file is replaced`)
+	flag.StringVar(&opts.only, "only", "", `run only this section: "footprint", "overlap" (the partition and pause trials) or "groups"; with -out, only that section of the file is replaced`)
 	flag.DurationVar(&opts.footprintWindow, "footprint-window", time.Minute, "footprint: the idle window over which CPU is measured and RSS sampled")
 	flag.IntVar(&opts.footprintRounds, "footprint-rounds", 5, "footprint: rounds of GET /v1/status load (each -status-load long) per implementation")
 	flag.IntVar(&opts.starts, "starts", 20, "footprint: starts of each implementation, timed to /readyz 200")
@@ -77,9 +85,23 @@ func main() {
 		opts.footprintExtra = append(opts.footprintExtra, footprintImpl{name: name, binary: path})
 		return nil
 	})
+	flag.IntVar(&opts.groupsTrials, "groups-trials", 3, "groups: trials per implementation (each: scale-up, graceful exit, crash)")
+	flag.IntVar(&opts.groupsShards, "groups-shards", 64, "groups: LEASEHOLD_SHARDS of the group")
+	flag.IntVar(&opts.groupsMembers, "groups-members", 4, "groups: members after the scale-up from one")
+	flag.DurationVar(&opts.groupsLeaseDuration, "groups-lease-duration", 15*time.Second, "groups: leaseDuration of both implementations (default: the sidecar's)")
+	flag.DurationVar(&opts.groupsRenewDeadline, "groups-renew-deadline", 10*time.Second, "groups: renewDeadline of both implementations (default: the sidecar's)")
+	flag.DurationVar(&opts.groupsRetryPeriod, "groups-retry-period", 2*time.Second, "groups: retryPeriod of both implementations (default: the sidecar's)")
+	flag.DurationVar(&opts.groupsWindow, "groups-window", 15*time.Second, "groups: how long after the last member's start the scale-up is observed at least (max / mean is read at its end)")
+	flag.DurationVar(&opts.groupsSampleInterval, "groups-sample-interval", 25*time.Millisecond, "groups: how often each member's GET /v1/leases is sampled for the overlap check")
+	flag.IntVar(&opts.groupsBig, "groups-big", 256, "groups: Leases of the one-process group whose memory and CPU are measured; 0 skips it")
+	flag.DurationVar(&opts.groupsBigWindow, "groups-big-window", 30*time.Second, "groups: the window over which that process's CPU is measured and RSS sampled")
 	flag.Parse()
-	if opts.only != "" && opts.only != "footprint" && opts.only != "overlap" {
-		fmt.Fprintf(os.Stderr, "bench: -only %q: the sections that run alone are footprint and overlap\n", opts.only)
+	if opts.only != "" && opts.only != "footprint" && opts.only != "overlap" && opts.only != "groups" {
+		fmt.Fprintf(os.Stderr, "bench: -only %q: the sections that run alone are footprint, overlap and groups\n", opts.only)
+		os.Exit(2)
+	}
+	if opts.groupsMembers < 1 || opts.groupsShards < opts.groupsMembers || opts.groupsTrials < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -groups-trials must be at least 1, and -groups-shards at least -groups-members, at least 1")
 		os.Exit(2)
 	}
 	opts.command = "go run ./bench " + strings.Join(os.Args[1:], " ")
@@ -105,6 +127,11 @@ type options struct {
 	footprintRounds, starts                   int
 	footprintRef, footprintGomemlimit         string
 	footprintExtra                            []footprintImpl
+	groupsTrials, groupsShards, groupsMembers int
+	groupsLeaseDuration, groupsRenewDeadline  time.Duration
+	groupsRetryPeriod, groupsWindow           time.Duration
+	groupsSampleInterval, groupsBigWindow     time.Duration
+	groupsBig                                 int
 }
 
 // implementation is one thing being measured: a binary that answers
@@ -151,13 +178,13 @@ func run(ctx context.Context, opts options) error {
 	var report *report
 	impls := []implementation{{"leasehold", leasehold}, {"client-go LeaderElector", baseline}}
 	var footprint footprintFigures
-	if opts.only != "overlap" {
+	if opts.only == "" || opts.only == "footprint" {
 		if footprint, err = footprintRun(ctx, cluster, base, dir, leasehold, baseline, opts); err != nil {
 			return fmt.Errorf("footprint: %w", err)
 		}
 	}
 	switch opts.only {
-	case "footprint":
+	case "footprint", "groups":
 		report = newReport(opts, nil, httpFigures{}, appFigures{}, footprint)
 	case "overlap":
 		var all []results
@@ -188,6 +215,11 @@ func run(ctx context.Context, opts options) error {
 			return err
 		}
 		report = newReport(opts, all, httpFigs, appFigs, footprint)
+	}
+	if opts.only == "" || opts.only == "groups" {
+		if report.groups, err = benchGroups(ctx, cluster, dir, leasehold, baseline, opts); err != nil {
+			return fmt.Errorf("groups: %w", err)
+		}
 	}
 	fmt.Print(report.markdown(""))
 	if opts.out != "" {

@@ -19,6 +19,7 @@ type report struct {
 	http      httpFigures
 	app       appFigures
 	footprint footprintFigures
+	groups    lgFigures // set after newReport, when the section ran
 	machine   string
 	date      string
 }
@@ -34,8 +35,9 @@ func (r *report) markdown(plot string) string {
 	case r.opts.only == "overlap":
 		r.overlapMarkdown(&b)
 		return b.String()
-	case len(r.results) == 0: // -only footprint
+	case len(r.results) == 0: // -only footprint, -only groups
 		r.footprintMarkdown(&b)
+		r.groupsMarkdown(&b)
 		return b.String()
 	}
 	o := r.opts
@@ -87,6 +89,10 @@ func (r *report) markdown(plot string) string {
 		b.WriteString("\n")
 		r.footprintMarkdown(&b)
 	}
+	if r.groups.ran {
+		b.WriteString("\n")
+		r.groupsMarkdown(&b)
+	}
 	return b.String()
 }
 
@@ -133,14 +139,18 @@ func (r *report) overlapMarkdown(b *strings.Builder) {
 	fmt.Fprintf(b, "\nCommand: `%s`, %s.\nMachine: %s.\n%s\n", strings.TrimSpace(o.command), r.date, r.machine, overlapEnd)
 }
 
-// write saves the report and its plot beside it; with -only footprint or
-// -only overlap, only that section of the file.
+// write saves the report and its plot beside it; with -only footprint,
+// -only overlap or -only groups, only that section of the file.
 func (r *report) write(path string) error {
 	switch {
 	case r.opts.only == "overlap":
 		var b strings.Builder
 		r.overlapMarkdown(&b)
 		return replaceSection(path, overlapBegin, overlapEnd, b.String())
+	case len(r.results) == 0 && r.groups.ran:
+		var b strings.Builder
+		r.groupsMarkdown(&b)
+		return replaceSection(path, groupsBegin, groupsEnd, b.String())
 	case len(r.results) == 0:
 		return r.writeFootprint(path)
 	}

@@ -10,13 +10,18 @@ import (
 	"github.com/leasehold/leasehold/internal/testing/overlap"
 )
 
-// sample is one answer to GET /v1/status: the instance claimed (or not)
-// leadership at some instant between sent and received.
+// sample is one answer to GET /v1/status, or one Lease's status in an
+// answer to GET /v1/leases: the instance claimed (or not) leadership at
+// some instant between sent and received.
 type sample struct {
 	inst           *fleet.Instance
 	sent, received time.Time
 	leader         bool
 	token          fence.Token
+	// term tells terms apart where there is no token (client-go's
+	// baseline in group mode counts its own terms of each Lease); 0 when
+	// not reported.
+	term int32
 }
 
 // sampler asks every instance for its status every few milliseconds.
@@ -82,9 +87,23 @@ func (s *sampler) stop() []sample {
 // intersect, or when one's single sample lies wholly inside the other's
 // span.
 func overlaps(samples []sample) bool {
+	return len(overlap.Check(observations(samples))) > 0
+}
+
+// observations are samples as the overlap checker takes them. A sample
+// without a token carries its term in the token's place: client-go's
+// baseline in group mode numbers its own terms of each Lease, and runs
+// again after losing one, so its terms must be told apart; without either
+// (the single-Lease baseline, which never campaigns again) the token is 0.
+// For a lease group, pass the samples of one Lease at a time (lgObserver).
+func observations(samples []sample) []overlap.Observation[*fleet.Instance] {
 	obs := make([]overlap.Observation[*fleet.Instance], len(samples))
 	for i, s := range samples {
-		obs[i] = overlap.Observation[*fleet.Instance]{Member: s.inst, Sent: s.sent, Recv: s.received, Leader: s.leader, Token: s.token}
+		token := s.token
+		if token == 0 && s.term > 0 {
+			token = fence.Token(s.term)
+		}
+		obs[i] = overlap.Observation[*fleet.Instance]{Member: s.inst, Sent: s.sent, Recv: s.received, Leader: s.leader, Token: token}
 	}
-	return len(overlap.Check(obs)) > 0
+	return obs
 }

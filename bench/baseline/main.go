@@ -19,6 +19,10 @@
 //   - GET /readyz, GET /metrics (leasehold_kube_requests_total) on the OPS
 //     address.
 //
+// With a lease group configured (LEASEHOLD_SHARDS or LEASEHOLD_LEASES) it
+// runs one LeaderElector per Lease instead, and answers GET /v1/leases
+// (group.go).
+//
 // It reads leasehold's own LEASEHOLD_* variables (internal/config) so the
 // bench's process runner starts both the same way. client-go's Run
 // campaigns once, so, as the library's examples do, the process exits
@@ -76,6 +80,9 @@ func run() error {
 	clientset, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return err
+	}
+	if cfg.Grouped() {
+		return serveGroup(cfg, clientset, registry)
 	}
 	state := &leaderState{identity: cfg.Identity, changed: make(chan struct{})}
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -258,4 +265,30 @@ func (s *leaderState) stream(w http.ResponseWriter, r *http.Request, wait time.D
 			return
 		}
 	}
+}
+
+// serveGroup is run for a lease group: one LeaderElector per Lease
+// (group.go), GET /v1/leases, and the OPS endpoints.
+func serveGroup(cfg config.Config, clientset kubernetes.Interface, registry *prometheus.Registry) error {
+	g := newGroupState(cfg)
+	apiListener, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return err
+	}
+	opsListener, err := net.Listen("tcp", cfg.OpsAddr)
+	if err != nil {
+		return err
+	}
+	api := http.NewServeMux()
+	api.HandleFunc("GET /v1/leases", g.handleLeases)
+	ops := http.NewServeMux()
+	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	ops.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	go http.Serve(apiListener, api) //nolint:errcheck // the process ends with runGroup
+	go http.Serve(opsListener, ops) //nolint:errcheck
+	fmt.Fprintf(os.Stderr, "baseline: leasehold started (api %s, ops %s, %d Leases)\n", apiListener.Addr(), opsListener.Addr(), len(cfg.Leases))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return runGroup(ctx, cfg, clientset, g)
 }

@@ -331,3 +331,16 @@ func WaitLeader(ctx context.Context, instances []*Instance, interval time.Durati
 		}
 	}
 }
+
+// LeasesAfter is GET /v1/leases?index=index&wait=wait, a blocking query: it
+// answers at once when the instance's group index differs from index, else
+// when it changes or wait has passed. It is bounded by ctx alone.
+func (i *Instance) LeasesAfter(ctx context.Context, index uint64, wait time.Duration) (httpapi.Leases, error) {
+	var l httpapi.Leases
+	url := fmt.Sprintf("%s/v1/leases?index=%d&wait=%s", i.APIURL, index, wait)
+	code, err := getWait(ctx, url, &l)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET /v1/leases?index=%d: %d", index, code)
+	}
+	return l, err
+}
