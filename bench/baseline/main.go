@@ -126,7 +126,7 @@ func run() error {
 	ops.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	go http.Serve(apiListener, api) //nolint:errcheck // the process ends with Run
 	go http.Serve(opsListener, ops) //nolint:errcheck
-	// internal/fleet trusts /readyz only once the process has logged this.
+	// internal/testing/fleet trusts /readyz only once the process has logged this.
 	fmt.Fprintf(os.Stderr, "baseline: leasehold started (api %s, ops %s)\n", apiListener.Addr(), opsListener.Addr())
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

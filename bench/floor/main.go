@@ -87,7 +87,7 @@ func run() error {
 		})
 	})
 	go http.Serve(ops, opsMux) //nolint:errcheck // the process ends with the API server
-	// internal/fleet trusts /readyz only once the process has logged this.
+	// internal/testing/fleet trusts /readyz only once the process has logged this.
 	fmt.Fprintf(os.Stderr, "floor: leasehold started (api %s, ops %s)\n", api.Addr(), ops.Addr())
 	return (&http.Server{Handler: apiMux, ReadHeaderTimeout: 5 * time.Second}).Serve(api)
 }

@@ -1,6 +1,6 @@
 // Command demo is `make demo`: leader election in one minute. It starts a
 // real etcd + kube-apiserver on loopback and three leasehold sidecars
-// (internal/fleet), shows live who leads, with which fencing token, term
+// (internal/testing/fleet), shows live who leads, with which fencing token, term
 // and remaining validity, then SIGKILLs the leader and SIGTERMs the next
 // one, and prints the measured failover and handover times.
 //

@@ -1,6 +1,6 @@
 // Package buildflags is the one definition of how the leasehold binary is
 // built for release, read from flags.env (embedded here). The Makefile, the
-// Dockerfile and .goreleaser.yaml read the same file; internal/fleet builds
+// Dockerfile and .goreleaser.yaml read the same file; internal/testing/fleet builds
 // the binary the tests run with Release(), so the tests run what ships.
 package buildflags
 

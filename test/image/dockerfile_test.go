@@ -403,7 +403,7 @@ func (d dockerfile) flag(name string) (string, bool) {
 // The build stage runs on the build machine's platform and cross-compiles
 // for the target's (no emulation), with the release build flags read from
 // their one definition, internal/buildflags/flags.env: the flags the tests'
-// binary (internal/fleet), make build and GoReleaser use too.
+// binary (internal/testing/fleet), make build and GoReleaser use too.
 func TestDockerfileCrossCompilesWithTheReleaseFlags(t *testing.T) {
 	b := docker.buildStage
 	if b.platform != "$BUILDPLATFORM" {
