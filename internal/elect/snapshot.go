@@ -62,19 +62,26 @@ type Snapshot struct {
 }
 
 // IsLeader reports whether this instance may act as leader at now: it holds
-// a term and now is before the term's ValidUntil. It is computed at the
-// moment of asking, so a snapshot held across a pause answers false once
-// validity has run out.
+// a term and now is before the term's ValidUntil, on the monotonic clock
+// (the rule) and on the wall clock too (so that no answer says leader once
+// the published validUntil has passed, even while the wall clock runs ahead
+// of the monotonic one: a slewed or stepped clock can only end a term's
+// report early, never extend it). It is computed at the moment of asking,
+// so a snapshot held across a pause answers false once validity has run
+// out.
 func (s *Snapshot) IsLeader(now time.Time) bool {
-	return s.Leading && now.Before(s.ValidUntil)
+	return s.Leading && now.Before(s.ValidUntil) && now.Round(0).Before(s.ValidUntil.Round(0))
 }
 
-// ValidFor is how long leadership remains valid after now, 0 when not leader.
+// ValidFor is how long leadership remains valid after now, 0 when not
+// leader: the smaller of what the monotonic clock says (the rule) and what
+// the wall clock says (ValidUntil as published, minus now's wall reading),
+// so that it never exceeds the published validUntil either.
 func (s *Snapshot) ValidFor(now time.Time) time.Duration {
 	if !s.IsLeader(now) {
 		return 0
 	}
-	return s.ValidUntil.Sub(now)
+	return min(s.ValidUntil.Sub(now), s.ValidUntil.Round(0).Sub(now.Round(0)))
 }
 
 // Changed returns a channel that is closed once a snapshot with a larger
