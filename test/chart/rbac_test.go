@@ -408,14 +408,29 @@ func wantNoWatch(t *testing.T, f fleet.Config, verb string) {
 	inst := start(t, f, "a")
 	waitLeader(t, inst) // it still elects, by polling
 	eventually(t, 5*time.Second, "a "+verb+" is forbidden", func() bool { return forbidden(t, inst, verb) > 0 })
-	refused := forbidden(t, inst, verb)
-	eventually(t, generous, "the watcher refused "+verb+" twice more", func() bool {
+	whileRefused(t, inst, verb, func() {
 		if up := metric(t, inst, "leasehold_watch_up", nil); up != 0 {
 			t.Fatalf("leasehold_watch_up = %v without %s, want 0", up, verb)
 		}
-		return forbidden(t, inst, verb) >= refused+2
 	})
-	if up := metric(t, inst, "leasehold_watch_up", nil); up != 0 {
-		t.Fatalf("leasehold_watch_up = %v without %s, want 0", up, verb)
-	}
+}
+
+// whileRefused waits until inst has been refused verb twice more (two more
+// attempts, each a chance to do what the test says it must not), calling
+// check at every poll and once after.
+func whileRefused(t *testing.T, inst *fleet.Instance, verb string, check func()) {
+	t.Helper()
+	whileRefusedTimes(t, inst, verb, 2, check)
+}
+
+// whileRefusedTimes is whileRefused for n more refusals (twice each of
+// several watchers or elections that send verb).
+func whileRefusedTimes(t *testing.T, inst *fleet.Instance, verb string, n float64, check func()) {
+	t.Helper()
+	refused := forbidden(t, inst, verb)
+	eventually(t, generous, fmt.Sprintf("%s refused %s %v times more", inst.Name, verb, n), func() bool {
+		check()
+		return forbidden(t, inst, verb) >= refused+n
+	})
+	check()
 }
