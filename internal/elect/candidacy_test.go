@@ -21,7 +21,7 @@ func TestWithdrawnLeaderStepsDownReleasesAndStaysOut(t *testing.T) {
 	f := newFixture(t)
 	a, first, b := f.leaderAndWatcher(slowRetry)
 
-	withdrawn := time.Now()
+	withdrawn, polls, expires := time.Now(), b.requests.Count("get", ""), b.Snapshot().FreeAt
 	released, err := a.SetCandidate(t.Context(), false, "app unhealthy")
 	if err != nil || !released {
 		t.Fatalf("SetCandidate(false) = %v, %v; want a release", released, err)
@@ -30,9 +30,15 @@ func TestWithdrawnLeaderStepsDownReleasesAndStaysOut(t *testing.T) {
 		t.Fatalf("after SetCandidate(false): leading=%v candidate=%v; want neither", s.Leading, s.Candidate)
 	}
 	second := b.waitFor(t, "b leads", leading)
-	if took := time.Since(withdrawn); took > slowRetry/2 {
-		t.Errorf("b took over %v after the withdrawal; want within a round trip", took)
+	// Within a round trip, on the watch event: neither at a poll (b sent
+	// no Get) nor when a's last claim expired (b's FreeAt before it).
+	if got := b.requests.Count("get", ""); got != polls {
+		t.Errorf("b polled the Lease %v times before it took over; want it taken on the watch event", got-polls)
 	}
+	if !time.Now().Before(expires) {
+		t.Errorf("b took over only once a's claim expired (%v after the withdrawal); want it taken on the watch event", time.Since(withdrawn))
+	}
+	t.Logf("b took over %v after the withdrawal", time.Since(withdrawn))
 	if second.Token <= first.Token {
 		t.Errorf("b's token %d not above a's %d", second.Token, first.Token)
 	}
