@@ -46,9 +46,6 @@ const (
 	// term may still arrive: generous for CI noise (the sidecar steps down
 	// within milliseconds, and the example checks before every 50 ms write).
 	stopBound = time.Second
-	// quietWindow is how long the test watches for writes after a 409. It is
-	// an observation window, not a wait for an outcome: any write in it fails.
-	quietWindow = time.Second
 	// steadyWrites is how many writes of a term the test waits for before it
 	// acts, so that the example is in its working loop, not at its start.
 	steadyWrites = 5
@@ -192,31 +189,35 @@ func testExample(t *testing.T, ex example) {
 	}
 
 	// 4. A newer writer has written (the store's fence jumps): the next write
-	// is refused with 409 and the example stops, though its sidecar leads.
+	// is refused with 409 and the example stops, though its sidecar leads,
+	// and waits for a term newer than the fenced one, blocked on the watch:
+	// the sidecar counts its long-poll as open. That block is the event
+	// that shows the example left its write loop, so it had every chance
+	// to write again by then: any write after the 409 fails, and one that
+	// comes first fails at once. An example that sent back a mangled index
+	// (the index is a start time in microseconds, far above 2^32; 32-bit
+	// arithmetic or a lossy float would change it) would be answered at
+	// once, again and again, and never count.
+	if idx := second.Status.Index; idx < 1<<40 {
+		t.Errorf("sidecar index %d: want a start time in microseconds, to test the example with a large index", idx)
+	}
 	store.raiseFence(token2 + 1_000_000)
 	store.await(t, "a write refused with 409", 10*time.Second, func(ws []write) bool {
 		return firstRejected(ws) >= 0
 	})
-	time.Sleep(quietWindow) // observation window (see quietWindow)
-	ws = store.writes()
-	if after := len(ws) - 1 - firstRejected(ws); after != 0 {
-		t.Errorf("%d writes after the store refused token %d; want none", after, token2)
+	noWriteAfter409 := func() {
+		ws := store.writes()
+		if after := len(ws) - 1 - firstRejected(ws); after != 0 {
+			t.Fatalf("%d writes after the store refused token %d; want none", after, token2)
+		}
 	}
+	awaitBlockedWatch(t, inst, noWriteAfter409)
+	noWriteAfter409()
 	if st, err := inst.Status(ctx); err != nil || !st.Leader || uint64(st.FencingToken) != token2 {
 		t.Errorf("sidecar status %+v, %v: want still leading with token %d (else the 409 was not what stopped the example)", st, err, token2)
 	}
 
-	// 5. It now waits for a term newer than the fenced one, blocked on the
-	// watch: the sidecar counts its long-poll as open. An example that sent
-	// back a mangled index (the index is a start time in microseconds, far
-	// above 2^32; 32-bit arithmetic or a lossy float would change it) would
-	// be answered at once, again and again, and never count.
-	if idx := second.Status.Index; idx < 1<<40 {
-		t.Errorf("sidecar index %d: want a start time in microseconds, to test the example with a large index", idx)
-	}
-	awaitBlockedWatch(t, inst)
-
-	// 6. SIGTERM, while it blocks on the watch: it exits 0, promptly.
+	// 5. SIGTERM, while it blocks on the watch: it exits 0, promptly.
 	sent := time.Now()
 	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -311,11 +312,13 @@ func awaitStepDown(t *testing.T, inst *fleet.Instance) {
 }
 
 // awaitBlockedWatch polls the sidecar's leasehold_watchers gauge until one
-// blocking request (the example's watch) is open.
-func awaitBlockedWatch(t *testing.T, inst *fleet.Instance) {
+// blocking request (the example's watch) is open, calling meanwhile at
+// each poll (to fail at once on what the example must not do before).
+func awaitBlockedWatch(t *testing.T, inst *fleet.Instance, meanwhile func()) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
+		meanwhile()
 		m, err := inst.Metrics(t.Context())
 		if err == nil && m.Sum("leasehold_watchers", nil) == 1 {
 			return

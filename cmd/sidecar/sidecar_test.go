@@ -184,22 +184,32 @@ func TestObserverNeverCampaigns(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling; the deadline decides
 	}
 	stopGracefully(t, leader) // releases the Lease: a candidate would take it at once
-	// An observation window, not a wait for an outcome: a candidate acts on
-	// the release within a round trip, and any status or write of the
-	// observer's in it fails the test.
-	until := time.Now().Add(2 * leaseDuration)
-	sawRelease := false
-	for time.Now().Before(until) {
-		got, err := obs.Status(t.Context())
-		if err == nil && (got.Leader || got.Holder == got.Identity) {
-			t.Fatalf("the observer took the Lease: %+v", got)
+	// The observer reports the free Lease: the step where a candidate sends
+	// its acquire has run. Then a new candidate starts and takes the Lease,
+	// which its process start, list and watch make far longer than the
+	// observer's own acquire would have taken; once the observer reports the
+	// new holder, the Lease was free to it all that while, and a write of
+	// its own would have been answered (and counted) by then.
+	observe := func(what string, ok func(api.Status) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			got, err := obs.Status(t.Context())
+			if err == nil && (got.Leader || got.Holder == got.Identity) {
+				t.Fatalf("the observer took the Lease: %+v", got)
+			}
+			if err == nil && ok(got) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the observer never reported %s: %+v (err %v)", what, got, err)
+			}
+			time.Sleep(20 * time.Millisecond) // polling; the deadline decides
 		}
-		sawRelease = sawRelease || (err == nil && got.Holder == "")
-		time.Sleep(50 * time.Millisecond)
 	}
-	if !sawRelease {
-		t.Error("the observer never reported the released Lease")
-	}
+	observe("the released Lease", func(got api.Status) bool { return got.Holder == "" })
+	start(t, f, "late")
+	observe("the new holder", func(got api.Status) bool { return strings.HasPrefix(got.Holder, "late_") })
 	m, err := obs.Metrics(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func TestWithdrawnLeaderStepsDownReleasesAndStaysOut(t *testing.T) {
 	f := newFixture(t)
 	a, first, b := f.leaderAndWatcher(slowRetry)
 
-	withdrawn := time.Now()
+	withdrawn, polls, expires := time.Now(), b.requests.Count("get", ""), b.Snapshot().FreeAt
 	released, err := a.SetCandidate(t.Context(), false, "app unhealthy")
 	if err != nil || !released {
 		t.Fatalf("SetCandidate(false) = %v, %v; want a release", released, err)
@@ -30,9 +30,15 @@ func TestWithdrawnLeaderStepsDownReleasesAndStaysOut(t *testing.T) {
 		t.Fatalf("after SetCandidate(false): leading=%v candidate=%v; want neither", s.Leading, s.Candidate)
 	}
 	second := b.waitFor(t, "b leads", leading)
-	if took := time.Since(withdrawn); took > slowRetry/2 {
-		t.Errorf("b took over %v after the withdrawal; want within a round trip", took)
+	// Within a round trip, on the watch event: neither at a poll (b sent
+	// no Get) nor when a's last claim expired (b's FreeAt before it).
+	if got := b.requests.Count("get", ""); got != polls {
+		t.Errorf("b polled the Lease %v times before it took over; want it taken on the watch event", got-polls)
 	}
+	if !time.Now().Before(expires) {
+		t.Errorf("b took over only once a's claim expired (%v after the withdrawal); want it taken on the watch event", time.Since(withdrawn))
+	}
+	t.Logf("b took over %v after the withdrawal", time.Since(withdrawn))
 	if second.Token <= first.Token {
 		t.Errorf("b's token %d not above a's %d", second.Token, first.Token)
 	}
@@ -41,13 +47,24 @@ func TestWithdrawnLeaderStepsDownReleasesAndStaysOut(t *testing.T) {
 	if _, err := b.Release(t.Context(), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	a.waitFor(t, "a sees the release", func(s *elect.Snapshot) bool { return s.Holder == "" })
-	idle := time.Now().Add(2 * slowRetry)
-	for time.Now().Before(idle) {
-		if h := holder(f.lease()); h != "" {
-			t.Fatalf("withdrawn a (or b, staying out) took the Lease: holder %q", h)
+	// Each of them stepped on the free Lease (the step where a candidate
+	// would send its acquire) and then stepped again (by when an acquire
+	// sent at that step has been answered): neither wrote.
+	aWrites, bWrites := a.writes(), b.writes()
+	for _, c := range []*candidate{a, b} {
+		saw := c.waitFor(t, "it sees the release", func(s *elect.Snapshot) bool { return s.Holder == "" })
+		if s := c.nextStep(t, saw); s.Leading || s.Holder != "" {
+			t.Fatalf("%s (withdrawn, or staying out) took the Lease: leading=%v holder %q", s.Identity, s.Leading, s.Holder)
 		}
-		time.Sleep(50 * time.Millisecond)
+	}
+	if got := a.writes(); got != aWrites {
+		t.Errorf("withdrawn a wrote the free Lease %v times", got-aWrites)
+	}
+	if got := b.writes(); got != bWrites {
+		t.Errorf("b, staying out, wrote the free Lease %v times", got-bWrites)
+	}
+	if h := holder(f.lease()); h != "" {
+		t.Fatalf("withdrawn a (or b, staying out) took the Lease: holder %q", h)
 	}
 
 	// Put back, a campaigns again and takes the free Lease at once.
@@ -70,12 +87,10 @@ func TestStartWithdrawnNeverCampaignsUntilPutBack(t *testing.T) {
 	if s.Candidate {
 		t.Error("Candidate true while withdrawn")
 	}
-	quiet := time.Now().Add(3 * retryPeriod)
-	for time.Now().Before(quiet) {
-		if s := a.Snapshot(); s.Leading {
-			t.Fatal("a withdrawn elector acquired the Lease")
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The step that found the Lease missing is where a candidate sends its
+	// create; by the next step, a create sent then has been answered.
+	if s := a.nextStep(t, s); s.Leading {
+		t.Fatal("a withdrawn elector acquired the Lease")
 	}
 	if got := a.requests.Count("create", ""); got != 0 {
 		t.Fatalf("withdrawn elector created the Lease %v times", got)

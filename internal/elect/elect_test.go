@@ -224,12 +224,18 @@ func TestReleasedLeaseIsTakenWithoutWaitingForAPoll(t *testing.T) {
 	f := newFixture(t)
 	a, first, b := f.leaderAndWatcher(slowRetry)
 
-	released := time.Now()
+	released, polls, expires := time.Now(), b.requests.Count("get", ""), b.Snapshot().FreeAt
 	a.stop(t)
 	s := b.waitFor(t, "b leads", leading)
-	if took := time.Since(released); took > slowRetry/2 {
-		t.Errorf("takeover took %v after release; a poll would take ≥ %v", took, slowRetry)
+	// On the watch event: neither at a poll (b sent no Get) nor when a's
+	// last claim expired (b's FreeAt before it).
+	if got := b.requests.Count("get", ""); got != polls {
+		t.Errorf("b polled the Lease %v times before it took over; want it taken on the watch event", got-polls)
 	}
+	if !time.Now().Before(expires) {
+		t.Errorf("b took over only once a's claim expired (%v after the release); want it taken on the watch event", time.Since(released))
+	}
+	t.Logf("takeover %v after release", time.Since(released))
 	if s.Token <= first.Token {
 		t.Errorf("successor token %d not above %d", s.Token, first.Token)
 	}

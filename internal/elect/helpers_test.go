@@ -156,6 +156,22 @@ func (c *candidate) waitFor(t *testing.T, what string, cond func(*elect.Snapshot
 	}
 }
 
+// nextStep waits until c's loop has stepped again after the step that
+// published saw (Heartbeat is the time of the loop's last step, and every
+// step publishes). It is the event that proves c had its chance to act on
+// what saw shows: a request sent at that step has been answered by then, as
+// its answer is itself a step (unless a timer fires first, within the
+// request's round trip), so its counter has moved.
+func (c *candidate) nextStep(t *testing.T, saw *elect.Snapshot) *elect.Snapshot {
+	t.Helper()
+	return c.waitFor(t, "its loop steps again", func(s *elect.Snapshot) bool { return s.Heartbeat.After(saw.Heartbeat) })
+}
+
+// writes is the number of create and update requests c has sent.
+func (c *candidate) writes() float64 {
+	return c.requests.Count("create", "") + c.requests.Count("update", "")
+}
+
 func leading(s *elect.Snapshot) bool    { return s.IsLeader(time.Now()) }
 func notLeading(s *elect.Snapshot) bool { return !s.Leading }
 

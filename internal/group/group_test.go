@@ -319,13 +319,25 @@ func TestGreedyTakesEverything(t *testing.T) {
 	a := f.start("a", leases, greedy)
 	waitHeld(t, []*member{a}, []int{4})
 	b := f.start("b", leases, greedy)
-	deadline := time.Now().Add(3 * leaseDuration)
-	for time.Now().Before(deadline) {
-		checkOneLeader(t, []*member{a, b})
+	// The chance to hand Leases over: a sees b join, and the membership
+	// settles (a balancing member then withdraws from Leases at once, which
+	// releases them). The event that shows it did not: b has observed a
+	// renewal of every Lease by a written a retry period after that.
+	waitUntil(t, []*member{a}, "a sees b join", func([]int) bool { return a.Snapshot().Members == 2 })
+	settled := time.Now().Add(2*retryPeriod + retryPeriod) // the settle time (Config), and a plan's round trip
+	waitUntil(t, []*member{a, b}, "b sees every Lease renewed by a after the membership settled", func([]int) bool {
 		if b.held() != 0 {
 			t.Fatalf("b took a Lease from a greedy holder")
 		}
-		time.Sleep(50 * time.Millisecond)
+		for _, s := range b.Snapshot().Leases {
+			if s.Holder != "a" || !s.RenewedAt.After(settled) {
+				return false
+			}
+		}
+		return true
+	})
+	if got := a.held(); got != 4 {
+		t.Errorf("a holds %d Leases, want all 4", got)
 	}
 	if b.Snapshot().Members != 2 {
 		t.Errorf("b sees %d members, want 2", b.Snapshot().Members)

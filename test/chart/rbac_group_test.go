@@ -261,12 +261,16 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 	t.Parallel()
 	args := []string{"--set", "shards=2"}
 	verbs := verbsOf(chartSidecar(t, "probe", args...).role)
-	nothingHeld := func(t *testing.T, inst *fleet.Instance, s chartSetup) {
+	// nothingHeld waits until inst has been refused verb twice more (each
+	// refusal an attempt to write a Lease: a shard's or its member Lease),
+	// checking at every poll that it holds nothing.
+	nothingHeld := func(t *testing.T, inst *fleet.Instance, verb string) {
 		t.Helper()
-		time.Sleep(leaseDuration + 2*retryPeriod) // past a placeholder's wait
-		if held := heldBy(t, inst); len(held) != 0 {
-			t.Errorf("holds %v, want nothing", held)
-		}
+		whileRefused(t, inst, verb, func() {
+			if held := heldBy(t, inst); len(held) != 0 {
+				t.Fatalf("holds %v, want nothing", held)
+			}
+		})
 	}
 	cases := map[string]func(t *testing.T, s chartSetup, f fleet.Config){
 		// No shard Lease exists yet and none can be created; nor can the
@@ -274,7 +278,7 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 		"create": func(t *testing.T, s chartSetup, f fleet.Config) {
 			inst := start(t, f, "a")
 			eventually(t, 5*time.Second, "a create is forbidden", func() bool { return forbidden(t, inst, "create") > 0 })
-			nothingHeld(t, inst, s)
+			nothingHeld(t, inst, "create")
 			for name, h := range holders(t, f.Namespace, s.leases) {
 				if h != "<missing>" {
 					t.Errorf("Lease %s: holder %q, want it missing", name, h)
@@ -289,7 +293,7 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 		"update": func(t *testing.T, s chartSetup, f fleet.Config) {
 			inst := start(t, f, "a")
 			eventually(t, 10*time.Second, "an update is forbidden", func() bool { return forbidden(t, inst, "update") > 0 })
-			nothingHeld(t, inst, s)
+			nothingHeld(t, inst, "update")
 			for name, h := range holders(t, f.Namespace, s.leases) {
 				if h != "" {
 					t.Errorf("Lease %s: holder %q, want the unheld placeholder", name, h)
@@ -349,12 +353,11 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 			f.Unready = true
 			inst := start(t, f, "a")
 			eventually(t, 5*time.Second, "a list is forbidden", func() bool { return forbidden(t, inst, "list") > 0 })
-			for range 3 * int(leaseDuration/retryPeriod) {
+			whileRefusedTimes(t, inst, "list", watchers(s), func() { // twice each watcher
 				if ready, err := inst.ReadyNow(t.Context()); err != nil || ready {
 					t.Fatalf("/readyz: ready %v (err %v), want 503 without list", ready, err)
 				}
-				time.Sleep(retryPeriod / 2)
-			}
+			})
 			if held := heldBy(t, inst); len(held) != 0 {
 				t.Errorf("holds %v, want nothing", held)
 			}
@@ -365,12 +368,11 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 		"watch": func(t *testing.T, s chartSetup, f fleet.Config) {
 			inst := start(t, f, "a")
 			eventually(t, 5*time.Second, "a watch is forbidden", func() bool { return forbidden(t, inst, "watch") > 0 })
-			for range 10 { // across the watchers' retries
+			whileRefusedTimes(t, inst, "watch", watchers(s), func() { // twice each watcher
 				if up := metric(t, inst, "leasehold_watch_up", nil); up != 0 {
 					t.Fatalf("leasehold_watch_up = %v without watch, want 0", up)
 				}
-				time.Sleep(retryPeriod / 4)
-			}
+			})
 		},
 	}
 	for verb := range verbs {
@@ -489,12 +491,11 @@ func TestEveryVerbOfTheObserverRoleIsNeeded(t *testing.T) {
 			f.Unready = true
 			inst := start(t, f, "observer")
 			eventually(t, 5*time.Second, "a list is forbidden", func() bool { return forbidden(t, inst, "list") > 0 })
-			for range 2 * int(leaseDuration/retryPeriod) {
+			whileRefusedTimes(t, inst, "list", watchers(s), func() { // twice each watcher
 				if ready, err := inst.ReadyNow(t.Context()); err != nil || ready {
 					t.Fatalf("/readyz: ready %v (err %v), want 503 without list", ready, err)
 				}
-				time.Sleep(retryPeriod / 2)
-			}
+			})
 			for _, st := range groupState(t, inst).Leases {
 				if st.Holder != "" {
 					t.Errorf("Lease %s: reports holder %q it cannot have seen", st.Lease, st.Holder)
@@ -506,12 +507,11 @@ func TestEveryVerbOfTheObserverRoleIsNeeded(t *testing.T) {
 		"watch": func(t *testing.T, s chartSetup, f fleet.Config) {
 			inst := start(t, f, "observer")
 			eventually(t, 5*time.Second, "a watch is forbidden", func() bool { return forbidden(t, inst, "watch") > 0 })
-			for range 10 {
+			whileRefusedTimes(t, inst, "watch", watchers(s), func() { // twice each watcher
 				if up := metric(t, inst, "leasehold_watch_up", nil); up != 0 {
 					t.Fatalf("leasehold_watch_up = %v without watch, want 0", up)
 				}
-				time.Sleep(retryPeriod / 4)
-			}
+			})
 		},
 	}
 	for mode, args := range observerModes {
@@ -533,4 +533,14 @@ func TestEveryVerbOfTheObserverRoleIsNeeded(t *testing.T) {
 			})
 		}
 	}
+}
+
+// watchers is twice the number of watches s's sidecar opens: one on each
+// Lease, and one on the member Leases of a group.
+func watchers(s chartSetup) float64 {
+	n := len(s.leases)
+	if s.group != "" {
+		n++
+	}
+	return float64(2 * n)
 }
