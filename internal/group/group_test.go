@@ -226,10 +226,38 @@ func (f *fixture) countMoves() *moveCounter {
 	return c
 }
 
-func (c *moveCounter) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.moves
+// settled waits until the counter's watch has delivered every holder the
+// members' snapshots report, then returns the moves counted. The members see
+// a write as soon as its response arrives; the counter's own watch may lag
+// behind that, so counting without catching up first would miss the last
+// moves.
+func (c *moveCounter) settled(t *testing.T, members []*member) int {
+	t.Helper()
+	deadline := time.Now().Add(generous)
+	for {
+		want, now := map[string]string{}, time.Now()
+		for _, m := range members {
+			for _, s := range m.Snapshot().Leases {
+				if s.IsLeader(now) {
+					want[s.Lease] = m.id
+				}
+			}
+		}
+		c.mu.Lock()
+		caughtUp := true
+		for lease, holder := range want {
+			caughtUp = caughtUp && c.last[lease] == holder
+		}
+		moves := c.moves
+		c.mu.Unlock()
+		if caughtUp {
+			return moves
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the move counter's watch did not catch up with the holders %v", want)
+		}
+		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
+	}
 }
 
 // TestScaleUpMovesTheFewestLeases: one member holds all 16 shards; three
@@ -243,7 +271,7 @@ func TestScaleUpMovesTheFewestLeases(t *testing.T) {
 	registry := prometheus.NewRegistry()
 	a := f.start("a", leases, func(c *group.Config) { c.Registerer = registry })
 	waitHeld(t, []*member{a}, []int{16})
-	if got := moves.count(); got != 0 {
+	if got := moves.settled(t, []*member{a}); got != 0 {
 		t.Fatalf("%d moves before the scale-up", got)
 	}
 
@@ -255,7 +283,7 @@ func TestScaleUpMovesTheFewestLeases(t *testing.T) {
 			t.Errorf("%s sees %d members, want 4", m.id, got)
 		}
 	}
-	if got := moves.count(); got != 12 {
+	if got := moves.settled(t, all); got != 12 {
 		t.Errorf("scale-up 1 → 4 moved %d shards, want exactly 12", got)
 	}
 	for name, want := range map[string]float64{
@@ -271,7 +299,7 @@ func TestScaleUpMovesTheFewestLeases(t *testing.T) {
 	remaining := []*member{a, b, c}
 	waitFair(t, remaining, 16)
 	t.Logf("d's shards re-held %v after it was asked to stop", time.Since(stopped))
-	if got := moves.count(); got != 16 {
+	if got := moves.settled(t, remaining); got != 16 {
 		t.Errorf("after d left, %d moves in all, want 16 (12 + d's 4)", got)
 	}
 }

@@ -25,8 +25,8 @@ func (l *loop) run(ctx context.Context, failed <-chan error) error {
 	for {
 		now := l.clock.Now()
 		snap := l.collect(now)
+		l.countMoves(snap) // before publishing: whoever sees the snapshot sees its counts
 		l.snapshots.Publish(snap)
-		l.countMoves(snap)
 		wake := l.plan(ctx, now, snap)
 		timer := l.clock.NewTimer(max(wake.Sub(now), 0))
 		select {
