@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,7 +44,7 @@ type Options struct {
 
 // New returns a rest.Config for the sidecar: from the kubeconfig file when
 // opts.Kubeconfig is set (honouring the file's current context), else the
-// in-cluster config. The config has QPS 50 and Burst 100 (more for a large
+// in-cluster config. It speaks protobuf. The config has QPS 50 and Burst 100 (more for a large
 // lease group: Options.Steady), so client-side throttling never delays a
 // renewal, and Timeout 0: callers bound each
 // request with a context. When opts.Requests is not nil the transport is
@@ -70,6 +71,11 @@ func New(opts Options) (*rest.Config, error) {
 		cfg.QPS, cfg.Burst = need, int(2*need)
 	}
 	cfg.Timeout = 0
+	// Protobuf, as Kubernetes' own components speak to the apiserver: a
+	// Lease write costs both ends less CPU than in JSON, which shows when
+	// a group member hands many Leases over at once.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	if opts.UserAgent != "" {
 		cfg.UserAgent = opts.UserAgent
 	}

@@ -85,7 +85,7 @@ func (m *Machine) renewal(now time.Time) *coordinationv1.Lease {
 	return desired
 }
 
-// releaseOf is the signed release of current, a fresh read that names this
+// releaseOf is the signed release of current, a record that names this
 // instance, conditioned on its resourceVersion. It keeps leaseTransitions
 // and the token annotation; leaseDurationSeconds 1 makes clients that
 // ignore an empty holder see it expire at once.
