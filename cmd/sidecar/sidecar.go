@@ -105,6 +105,7 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 		Version:       currentVersion().Version,
 		Logger:        d.log,
 		Clock:         d.clock,
+		Advertises:    cfg.AdvertiseAddress != "",
 	}
 	elected.apiOptions(&apiOptions)
 	if cfg.AppHealth.Enabled() {

@@ -119,6 +119,13 @@ type Config struct {
 	// measuring the sidecar's own footprint: a profile costs CPU and memory
 	// while it is taken.
 	Pprof bool
+
+	// AdvertiseAddress is where other instances reach this one (host:port,
+	// LEASEHOLD_ADVERTISE_ADDRESS; off when empty). While it leads, it
+	// writes it on its Lease (each Lease of a group) as
+	// leasehold.io/leader-address, and every instance reports the valid
+	// leader's as leaderAddress.
+	AdvertiseAddress string
 }
 
 // spec is what envconfig fills in. Field names map to variable names through
@@ -150,6 +157,7 @@ type spec struct {
 	AppHealthFailureThreshold int           `split_words:"true" default:"3"`
 	PodLabel                  string        `split_words:"true"`
 	Pprof                     bool
+	AdvertiseAddress          string `split_words:"true"`
 }
 
 // Full variable names, as they appear in errors.
@@ -177,6 +185,8 @@ const (
 	varGroup     = Prefix + "_GROUP"
 	varBalance   = Prefix + "_BALANCE"
 	varCandidate = Prefix + "_CANDIDATE"
+
+	varAdvertiseAddress = Prefix + "_ADVERTISE_ADDRESS"
 )
 
 // Error is a configuration error: the variable Var breaks Rule. Every error
@@ -308,8 +318,9 @@ func Load() (Config, error) {
 //  4. The election's rules (decide.Config.Validate): LEASEHOLD_LEASE_DURATION
 //     is a whole number of seconds, at least 1s; LEASEHOLD_RETRY_PERIOD is
 //     greater than 0; LEASEHOLD_RENEW_DEADLINE is greater than 1.2 ×
-//     LEASEHOLD_RETRY_PERIOD; and renewDeadline + retryPeriod is less than
-//     leaseDuration. With a group, the group's rules come first
+//     LEASEHOLD_RETRY_PERIOD; renewDeadline + retryPeriod is less than
+//     leaseDuration; and LEASEHOLD_ADVERTISE_ADDRESS, if set, is host:port
+//     with a host and a port from 1 to 65535. With a group, the group's rules come first
 //     (group.Config.Validate): its name (LEASEHOLD_GROUP, or the shards'
 //     LEASEHOLD_LEASE_NAME) is a label value that makes valid member Lease
 //     names, and LEASEHOLD_LEASES has at most 1024 Leases, none twice.
@@ -357,6 +368,7 @@ func (l Loader) Load() (Config, error) {
 		OpsAddr:           s.OpsAddr,
 		ReleaseOnShutdown: s.ReleaseOnShutdown,
 		Pprof:             s.Pprof,
+		AdvertiseAddress:  s.AdvertiseAddress,
 	}
 
 	// 1 and 10. The Leases.

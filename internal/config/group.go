@@ -104,13 +104,14 @@ func election(s spec) (Election, error) {
 // only one's, without a group; a group names each election).
 func (c Config) ElectionConfig() decide.Config {
 	return decide.Config{
-		Namespace:     c.LeaseNamespace,
-		Name:          c.Leases[0],
-		Identity:      c.Identity,
-		LeaseDuration: c.LeaseDuration,
-		RenewDeadline: c.RenewDeadline,
-		RetryPeriod:   c.RetryPeriod,
-		ReleaseOnStop: c.ReleaseOnShutdown,
+		Namespace:        c.LeaseNamespace,
+		Name:             c.Leases[0],
+		Identity:         c.Identity,
+		LeaseDuration:    c.LeaseDuration,
+		RenewDeadline:    c.RenewDeadline,
+		RetryPeriod:      c.RetryPeriod,
+		ReleaseOnStop:    c.ReleaseOnShutdown,
+		AdvertiseAddress: c.AdvertiseAddress,
 		// No term before the app was seen healthy; an observer never
 		// campaigns.
 		StartWithdrawn: c.AppHealth.Enabled() || !c.Candidate,
@@ -133,12 +134,13 @@ func (c Config) GroupConfig() group.Config {
 // group first the group's, on the variables their fields come from.
 func (c Config) validateElection(s spec) error {
 	vars := fieldVars{
-		"decide.Namespace":     varLeaseNamespace,
-		"decide.Name":          varLeaseName,
-		"decide.Identity":      varIdentity,
-		"decide.LeaseDuration": varLeaseDuration,
-		"decide.RenewDeadline": varRenewDeadline,
-		"decide.RetryPeriod":   varRetryPeriod,
+		"decide.Namespace":        varLeaseNamespace,
+		"decide.Name":             varLeaseName,
+		"decide.Identity":         varIdentity,
+		"decide.LeaseDuration":    varLeaseDuration,
+		"decide.RenewDeadline":    varRenewDeadline,
+		"decide.RetryPeriod":      varRetryPeriod,
+		"decide.AdvertiseAddress": varAdvertiseAddress,
 	}
 	if !c.Grouped() {
 		ec := c.ElectionConfig()

@@ -110,12 +110,12 @@ func (d *driver) apply(out decide.Output) error {
 
 // noticeable reports whether report differs from the last one Notify was
 // told of in what a reader of notices acts on (see Config.Notify): a
-// change of Index, of Observed, Candidate or Leading, or FreeAt becoming
+// change of Index (LeaderAddress included), of Observed, Candidate or Leading, or FreeAt becoming
 // zero or not zero. A renewal, or another holder's (which moves FreeAt
 // later), is not noticeable.
 func noticeable(last, report decide.Report) bool {
 	return last.Leading != report.Leading || last.Holder != report.Holder || last.Term != report.Term ||
-		last.Token != report.Token || last.Observed != report.Observed || last.Candidate != report.Candidate ||
+		last.Token != report.Token || last.LeaderAddress != report.LeaderAddress || last.Observed != report.Observed || last.Candidate != report.Candidate ||
 		last.FreeAt.IsZero() != report.FreeAt.IsZero()
 }
 
@@ -176,23 +176,24 @@ func (d *driver) wait() { d.inflight.Wait() }
 // publish makes r the current Snapshot.
 func (d *driver) publish(r decide.Report) {
 	d.snapshots.Publish(Snapshot{
-		Identity:    d.cfg.Identity,
-		Namespace:   d.cfg.Namespace,
-		Lease:       d.cfg.Name,
-		Leading:     r.Leading,
-		ValidUntil:  r.ValidUntil,
-		Holder:      r.Holder,
-		Term:        r.Term,
-		Token:       r.Token,
-		AcquiredAt:  r.AcquiredAt,
-		RenewedAt:   r.RenewedAt,
-		ObservedAt:  r.ObservedAt,
-		FreeAt:      r.FreeAt,
-		Observed:    r.Observed,
-		WatchUp:     r.WatchUp,
-		Candidate:   r.Candidate,
-		Heartbeat:   r.Heartbeat,
-		LastError:   r.LastError,
-		LastErrorAt: r.LastErrorAt,
+		Identity:      d.cfg.Identity,
+		Namespace:     d.cfg.Namespace,
+		Lease:         d.cfg.Name,
+		Leading:       r.Leading,
+		ValidUntil:    r.ValidUntil,
+		Holder:        r.Holder,
+		Term:          r.Term,
+		Token:         r.Token,
+		LeaderAddress: r.LeaderAddress,
+		AcquiredAt:    r.AcquiredAt,
+		RenewedAt:     r.RenewedAt,
+		ObservedAt:    r.ObservedAt,
+		FreeAt:        r.FreeAt,
+		Observed:      r.Observed,
+		WatchUp:       r.WatchUp,
+		Candidate:     r.Candidate,
+		Heartbeat:     r.Heartbeat,
+		LastError:     r.LastError,
+		LastErrorAt:   r.LastErrorAt,
 	})
 }

@@ -4,8 +4,8 @@ import "sync/atomic"
 
 // Publisher holds the current Snapshot and maintains its Index and Changed
 // channel: Index advances by one, and the previous Changed channel closes,
-// exactly when Leading, Holder, Term or Token differ from the previous
-// snapshot. The election loop publishes through one; tests of code that
+// exactly when Leading, Holder, Term, Token or LeaderAddress differ from the
+// previous snapshot. The election loop publishes through one; tests of code that
 // reads snapshots can drive one by hand.
 //
 // Publish must be called from a single goroutine at a time; Load is safe
@@ -33,8 +33,8 @@ func NewPublisher(initial Snapshot) *Publisher {
 }
 
 // Publish makes s the current snapshot. It ignores s.Index and sets it: the
-// previous Index for a snapshot that changes none of Leading, Holder, Term
-// and Token, else the previous Index plus one.
+// previous Index for a snapshot that changes none of Leading, Holder, Term,
+// Token and LeaderAddress, else the previous Index plus one.
 func (p *Publisher) Publish(s Snapshot) *Snapshot {
 	prev := p.current.Load()
 	if s.key() == prev.key() {

@@ -23,6 +23,10 @@ type Snapshot struct {
 	Holder string      // the Lease's holder, "" when none or unknown
 	Term   int32       // leaseTransitions of the holder's term; people only, not a token
 	Token  fence.Token // the current term's token: own when leading, else the holder's published one; 0 when unknown
+	// LeaderAddress is the holder's advertised address (own when leading),
+	// "" when it has none or there is no holder. Like Holder it says nothing
+	// of validity: use ValidLeaderAddress.
+	LeaderAddress string
 
 	AcquiredAt time.Time // the Lease's acquireTime, as written by the holder
 	RenewedAt  time.Time // the Lease's renewTime, as written by the holder
@@ -52,8 +56,8 @@ type Snapshot struct {
 	LastError   string
 	LastErrorAt time.Time
 
-	// Index increases whenever Leading, Holder, Term or Token changes, and
-	// only then: renewals do not move it. It starts at the process's start
+	// Index increases whenever Leading, Holder, Term, Token or
+	// LeaderAddress changes, and only then: renewals do not move it. It starts at the process's start
 	// time in microseconds (see New), so indices of different processes do
 	// not collide.
 	Index uint64
@@ -94,8 +98,26 @@ type indexKey struct {
 	holder  string
 	term    int32
 	token   fence.Token
+	address string
 }
 
 func (s *Snapshot) key() indexKey {
-	return indexKey{leading: s.Leading, holder: s.Holder, term: s.Term, token: s.Token}
+	return indexKey{leading: s.Leading, holder: s.Holder, term: s.Term, token: s.Token, address: s.LeaderAddress}
+}
+
+// ValidLeaderAddress is the advertised address of the instance that leads
+// validly at now, as this instance judges it: its own while IsLeader(now);
+// another holder's while now is before FreeAt (its claim has not run out);
+// "" when no one leads validly or the holder advertises no address.
+func (s *Snapshot) ValidLeaderAddress(now time.Time) string {
+	switch {
+	case s.Leading:
+		if s.IsLeader(now) {
+			return s.LeaderAddress
+		}
+		return ""
+	case s.Holder != "" && now.Before(s.FreeAt):
+		return s.LeaderAddress
+	}
+	return ""
 }

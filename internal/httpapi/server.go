@@ -146,6 +146,10 @@ type Options struct {
 	// AppHealth, when not nil, is reported in every status (health-gated
 	// candidacy; *apphealth.Prober satisfies it).
 	AppHealth AppHealthSource
+	// Advertises puts leaderAddress in every status (api.LeaderAddress):
+	// the sidecar has an advertised address (LEASEHOLD_ADVERTISE_ADDRESS).
+	// Without it, answers stay as they were before the field existed.
+	Advertises bool
 }
 
 // AppHealthSource reports the app's health as last probed.
@@ -178,6 +182,7 @@ type Server struct {
 	names     []string            // the Lease names, in configured order
 
 	appHealth     AppHealthSource // nil when health-gated candidacy is off
+	advertises    bool            // statuses carry leaderAddress (Options.Advertises)
 	clock         clock.PassiveClock
 	leaseDuration time.Duration
 	log           *slog.Logger
@@ -213,6 +218,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		appHealth:     opts.AppHealth,
+		advertises:    opts.Advertises,
 		clock:         opts.Clock,
 		leaseDuration: opts.LeaseDuration,
 		log:           opts.Logger,

@@ -19,8 +19,8 @@ type (
 
 // statusOf describes snap as judged now, by the Server's clock: leader,
 // validUntil and validForMs come from snap.IsLeader(now) and
-// snap.ValidFor(now). validForMs is rounded down, so it never overstates
-// validity.
+// snap.ValidFor(now), leaderAddress from snap.ValidLeaderAddress(now).
+// validForMs is rounded down, so it never overstates validity.
 func (s *Server) statusOf(snap *elect.Snapshot) Status { return s.statusAt(snap, s.clock.Now()) }
 
 // statusAt describes snap as judged at now (see statusOf).
@@ -38,6 +38,9 @@ func (s *Server) statusAt(snap *elect.Snapshot, now time.Time) Status {
 		ObservedAt:   timestamp(snap.ObservedAt),
 		Index:        snap.Index,
 		Candidate:    snap.Candidate,
+	}
+	if s.advertises {
+		st.LeaderAddress = api.LeaderAddress{Enabled: true, Address: snap.ValidLeaderAddress(now)}
 	}
 	if snap.LastError != "" {
 		st.LastError, st.LastErrorAt = &snap.LastError, timestamp(snap.LastErrorAt)

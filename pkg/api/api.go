@@ -13,7 +13,10 @@
 // does) and treat an unknown ErrorCode as its HTTP status.
 package api
 
-import "strconv"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // IndexHeader is the response header that carries the index of the state
 // an answer describes (Status.Index; for GET /v1/leases, Leases.Index).
@@ -51,6 +54,9 @@ type Status struct {
 	// FencingToken is the current term's token: this instance's own when it
 	// leads, otherwise the holder's published one, or 0 when unknown.
 	FencingToken FencingToken `json:"fencingToken"`
+	// LeaderAddress is where the valid leader can be reached: see
+	// LeaderAddress. Absent unless this sidecar has an advertised address.
+	LeaderAddress LeaderAddress `json:"leaderAddress,omitzero"`
 	// ValidUntil is when this instance's leadership stops being valid;
 	// absent ("") when not leader.
 	ValidUntil string `json:"validUntil,omitempty"`
@@ -63,8 +69,8 @@ type Status struct {
 	AcquiredAt string `json:"acquiredAt,omitempty"`
 	RenewedAt  string `json:"renewedAt,omitempty"`
 	ObservedAt string `json:"observedAt,omitempty"`
-	// Index changes whenever Leader, Holder, Term or FencingToken does, and
-	// only then. It is opaque: compare it for equality only. A restarted
+	// Index changes whenever Leader, Holder, Term, FencingToken or the
+	// leader's advertised address does, and only then. It is opaque: compare it for equality only. A restarted
 	// sidecar starts above any index its predecessor reached, and if an
 	// index ever goes backwards (a clock set back), carry on with the new
 	// one.
@@ -209,3 +215,44 @@ const (
 	// serves.
 	CodeUnknownLease ErrorCode = "unknown_lease"
 )
+
+// LeaderAddress is a Status's leaderAddress. It is in an answer only when
+// the sidecar has an advertised address (LEASEHOLD_ADVERTISE_ADDRESS), so
+// answers without the feature stay as they were; Enabled says so. Address
+// is the advertised address (host:port) of the instance that leads validly
+// at the moment of answering, as the sidecar judges it: its own while it
+// is leader, else the holder's until the holder's claim runs out. It is ""
+// (JSON null) when no one leads validly or the leader advertises no
+// address. A change of the address written on the Lease moves Index; the
+// address turning null because a claim ran out (nothing was written) does
+// not.
+type LeaderAddress struct {
+	Enabled bool
+	Address string
+}
+
+// IsZero reports whether the field is left out of an answer: the sidecar
+// has no advertised address.
+func (a LeaderAddress) IsZero() bool { return !a.Enabled }
+
+// MarshalJSON is the address as a JSON string, or null when there is none.
+func (a LeaderAddress) MarshalJSON() ([]byte, error) {
+	if a.Address == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(a.Address)
+}
+
+// UnmarshalJSON reads a JSON string or null; either means the field was
+// present (Enabled).
+func (a *LeaderAddress) UnmarshalJSON(b []byte) error {
+	var address *string
+	if err := json.Unmarshal(b, &address); err != nil {
+		return err
+	}
+	*a = LeaderAddress{Enabled: true}
+	if address != nil {
+		a.Address = *address
+	}
+	return nil
+}

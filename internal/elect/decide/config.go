@@ -1,7 +1,12 @@
 package decide
 
 import (
+	"errors"
+	"fmt"
 	"math/bits"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/rule"
@@ -30,6 +35,11 @@ type Config struct {
 	ReleaseOnStop bool
 	// StartWithdrawn starts out of the election, until SetCandidate(true).
 	StartWithdrawn bool
+	// AdvertiseAddress, when set, is where others reach this instance
+	// (host:port). It is written on every acquire and renewal
+	// (LeaderAddressAnnotation), and taken off by the release, so that every
+	// instance can report the current holder's address.
+	AdvertiseAddress string
 }
 
 // Validate checks c's rules and returns the first broken one as a
@@ -42,7 +52,8 @@ type Config struct {
 //   - RenewDeadline is greater than 1.2 × RetryPeriod (client-go's rule);
 //   - RenewDeadline + RetryPeriod is less than LeaseDuration, the rule
 //     client-go omits: otherwise a leader can still believe it leads after
-//     the others have judged its lease expired.
+//     the others have judged its lease expired;
+//   - AdvertiseAddress, when set, is host:port (see ValidateAddress).
 //
 // The relations are computed exactly: no duration overflows them.
 func (c *Config) Validate() error {
@@ -53,6 +64,7 @@ func (c *Config) Validate() error {
 		lease     = rule.Field{Name: "LeaseDuration", Label: "leaseDuration", Value: c.LeaseDuration}
 		renew     = rule.Field{Name: "RenewDeadline", Label: "renewDeadline", Value: c.RenewDeadline}
 		retry     = rule.Field{Name: "RetryPeriod", Label: "retryPeriod", Value: c.RetryPeriod}
+		advertise = rule.Field{Name: "AdvertiseAddress", Label: "advertise address", Value: c.AdvertiseAddress}
 	)
 	switch {
 	case c.Namespace == "":
@@ -72,6 +84,28 @@ func (c *Config) Validate() error {
 	// overflow.
 	case c.RetryPeriod >= c.LeaseDuration-c.RenewDeadline:
 		return rule.Errorf(component, "%s + %s must be less than %s", renew, retry, lease)
+	case c.AdvertiseAddress != "":
+		if err := ValidateAddress(c.AdvertiseAddress); err != nil {
+			return rule.Errorf(component, "%s %v", advertise, err)
+		}
+	}
+	return nil
+}
+
+// ValidateAddress checks that address is host:port, as a client dials it:
+// a host (a name, an IPv4 address, or an IPv6 address in brackets) that is
+// neither empty nor holds spaces, and a port from 1 to 65535. The error
+// says what is wrong, without naming the setting.
+func ValidateAddress(address string) error {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("must be host:port (%v)", err)
+	}
+	if host == "" || strings.ContainsAny(host, " \t\r\n/") {
+		return errors.New("must be host:port with a host (a DNS name or an IP address)")
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return errors.New("must be host:port with a port from 1 to 65535")
 	}
 	return nil
 }

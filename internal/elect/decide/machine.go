@@ -315,15 +315,16 @@ func (m *Machine) lastToken() fence.Token {
 // report describes the state at now.
 func (m *Machine) report(now time.Time) Report {
 	r := Report{
-		Holder:      holderOf(m.lease),
-		Term:        transitionsOf(m.lease),
-		ObservedAt:  m.seenAt,
-		Observed:    m.known,
-		WatchUp:     m.watchUp,
-		Candidate:   m.campaigning(now),
-		Heartbeat:   now,
-		LastError:   m.lastError,
-		LastErrorAt: m.errorAt,
+		Holder:        holderOf(m.lease),
+		Term:          transitionsOf(m.lease),
+		LeaderAddress: addressOf(m.lease),
+		ObservedAt:    m.seenAt,
+		Observed:      m.known,
+		WatchUp:       m.watchUp,
+		Candidate:     m.campaigning(now),
+		Heartbeat:     now,
+		LastError:     m.lastError,
+		LastErrorAt:   m.errorAt,
 	}
 	if m.lease != nil && !m.namesMe() && now.Before(m.notBefore) {
 		r.FreeAt = m.notBefore
@@ -335,6 +336,7 @@ func (m *Machine) report(now time.Time) Report {
 	if m.term != nil {
 		r.Leading, r.ValidUntil = true, m.term.validUntil
 		r.Holder, r.Term, r.Token = m.cfg.Identity, m.term.transitions, m.term.token
+		r.LeaderAddress = m.cfg.AdvertiseAddress
 		r.AcquiredAt = m.term.acquireTime
 	} else if r.Holder != "" {
 		if t, ok := fence.Published(m.lease.Annotations); ok && fence.Credible(t, tokenOf(m.lease.ResourceVersion), m.reportedFloor) {

@@ -97,6 +97,11 @@ type Report struct {
 	Holder string      // the Lease's holder, "" when none or unknown
 	Term   int32       // leaseTransitions of the holder's term; people only
 	Token  fence.Token // the current term's token: own when leading, else the holder's credible published one; 0 when unknown
+	// LeaderAddress is the holder's advertised address (its
+	// Config.AdvertiseAddress): own when leading, else as the holder wrote
+	// it on the record; "" when it has none or there is no holder. It says
+	// nothing of validity: a holder leads validly only before FreeAt.
+	LeaderAddress string
 
 	AcquiredAt time.Time // the Lease's acquireTime, as written by the holder
 	RenewedAt  time.Time // the Lease's renewTime, as written by the holder

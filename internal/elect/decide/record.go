@@ -16,6 +16,30 @@ import (
 // an empty record without it only after waiting a full lease duration.
 const ReleasedByAnnotation = "leasehold.io/released-by"
 
+// LeaderAddressAnnotation is where a holder with an advertised address
+// (Config.AdvertiseAddress) writes it, on every acquire and renewal;
+// LeaderAddressOfAnnotation names the holder that wrote it. The address is
+// the holder's only while the two agree, so a holder that does not write
+// them (client-go, during a migration) is never given its predecessor's.
+const (
+	LeaderAddressAnnotation   = "leasehold.io/leader-address"
+	LeaderAddressOfAnnotation = "leasehold.io/leader-address-of"
+)
+
+// addressOf is the advertised address of l's holder, "" when it has none,
+// the record is empty, or the address was written by another holder.
+func addressOf(l *coordinationv1.Lease) string {
+	holder := holderOf(l)
+	if holder == "" || l.Annotations[LeaderAddressOfAnnotation] != holder {
+		return ""
+	}
+	address := l.Annotations[LeaderAddressAnnotation]
+	if ValidateAddress(address) != nil {
+		return "" // written by hand, and not an address
+	}
+	return address
+}
+
 // The helpers below read a Lease defensively: any field may be missing or
 // hostile (written by hand), and none of them may panic.
 

@@ -63,6 +63,7 @@ func (m *Machine) acquisition(now time.Time) *coordinationv1.Lease {
 	desired.Spec.AcquireTime = &stamp
 	desired.Spec.RenewTime = &stamp
 	desired.Spec.LeaseTransitions = &transitions
+	m.advertise(desired)
 	return desired
 }
 
@@ -82,12 +83,29 @@ func (m *Machine) renewal(now time.Time) *coordinationv1.Lease {
 	}
 	desired.Annotations[fence.Annotation] = m.term.token.String()
 	delete(desired.Annotations, ReleasedByAnnotation)
+	m.advertise(desired)
 	return desired
+}
+
+// advertise writes this instance's address on a record it is about to
+// hold, or takes a previous holder's off when it has none.
+func (m *Machine) advertise(desired *coordinationv1.Lease) {
+	if m.cfg.AdvertiseAddress == "" {
+		delete(desired.Annotations, LeaderAddressAnnotation)
+		delete(desired.Annotations, LeaderAddressOfAnnotation)
+		return
+	}
+	if desired.Annotations == nil {
+		desired.Annotations = map[string]string{}
+	}
+	desired.Annotations[LeaderAddressAnnotation] = m.cfg.AdvertiseAddress
+	desired.Annotations[LeaderAddressOfAnnotation] = m.cfg.Identity
 }
 
 // releaseOf is the signed release of current, a record that names this
 // instance, conditioned on its resourceVersion. It keeps leaseTransitions
-// and the token annotation; leaseDurationSeconds 1 makes clients that
+// and the token annotation, and takes the advertised address off;
+// leaseDurationSeconds 1 makes clients that
 // ignore an empty holder see it expire at once.
 func (m *Machine) releaseOf(now time.Time, current *coordinationv1.Lease) *coordinationv1.Lease {
 	released := current.DeepCopy()
@@ -99,6 +117,8 @@ func (m *Machine) releaseOf(now time.Time, current *coordinationv1.Lease) *coord
 		released.Annotations = map[string]string{}
 	}
 	released.Annotations[ReleasedByAnnotation] = m.cfg.Identity
+	delete(released.Annotations, LeaderAddressAnnotation)
+	delete(released.Annotations, LeaderAddressOfAnnotation)
 	return released
 }
 
