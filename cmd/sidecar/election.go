@@ -15,7 +15,9 @@ import (
 )
 
 // election is what the sidecar campaigns with: one elector, or a lease
-// group of them.
+// group of them. One Lease handed to a successor on leaving
+// (LEASEHOLD_HANDOVER=successor) runs as a group of that one Lease, for its
+// membership, and is served as one Lease.
 type election struct {
 	run func(context.Context) error
 	// candidacy puts this instance in the election or takes it out (for
@@ -23,15 +25,19 @@ type election struct {
 	candidacy interface {
 		SetCandidate(ctx context.Context, candidate bool, reason string) (bool, error)
 	}
-	elector *elect.Elector // the one elector; nil for a group
-	group   *group.Group   // nil for one Lease
+	elector *elect.Elector   // the one Lease's elector; nil for a group
+	served  httpapi.Election // what the HTTP layer serves for the one Lease
+	group   *group.Group     // nil for one Lease
 }
 
 // newElection builds the elector or the group that cfg describes, on clk
 // (nil: the real clock), with its metrics registered in reg (labelled with
 // the Lease, or the group).
 func newElection(cfg config.Config, leases *kubeclient.LeaseClient, clk clock.WithTicker, reg prometheus.Registerer, log *slog.Logger) (*election, error) {
-	if !cfg.Grouped() {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if !cfg.Grouped() && !cfg.Handover {
 		elector, err := elect.New(elect.Config{
 			Config:  cfg.ElectionConfig(),
 			Leases:  leases,
@@ -42,13 +48,19 @@ func newElection(cfg config.Config, leases *kubeclient.LeaseClient, clk clock.Wi
 		if err != nil {
 			return nil, err
 		}
-		return &election{run: elector.Run, candidacy: elector, elector: elector}, nil
+		return &election{run: elector.Run, candidacy: elector, elector: elector, served: elector}, nil
 	}
 	gc := cfg.GroupConfig()
-	gc.Client, gc.Clock, gc.Logger, gc.Registerer = leases, clk, log.With("group", cfg.Group), reg
+	gc.Client, gc.Clock, gc.Registerer, gc.StartedAt = leases, clk, reg, clk.Now()
+	gc.Logger = log.With("group", gc.Name)
+	gc.LeaseLabeled = !cfg.Grouped()
 	g, err := group.New(gc)
 	if err != nil {
 		return nil, err
+	}
+	if !cfg.Grouped() {
+		one := g.Elections()[0]
+		return &election{run: g.Run, candidacy: g, elector: one.Elector, served: one}, nil
 	}
 	return &election{run: g.Run, candidacy: g, group: g}, nil
 }
@@ -56,7 +68,7 @@ func newElection(cfg config.Config, leases *kubeclient.LeaseClient, clk clock.Wi
 // apiOptions sets the election's part of the HTTP layer's options.
 func (e *election) apiOptions(opts *httpapi.Options) {
 	if e.group == nil {
-		opts.Election = e.elector
+		opts.Election = e.served
 		return
 	}
 	opts.Group = e.group

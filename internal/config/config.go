@@ -158,6 +158,8 @@ type spec struct {
 	PodLabel                  string        `split_words:"true"`
 	Pprof                     bool
 	AdvertiseAddress          string `split_words:"true"`
+	Handover                  string `default:"any"`
+	Priority                  *int64 // nil when unset
 }
 
 // Full variable names, as they appear in errors.
@@ -187,6 +189,8 @@ const (
 	varCandidate = Prefix + "_CANDIDATE"
 
 	varAdvertiseAddress = Prefix + "_ADVERTISE_ADDRESS"
+	varHandover         = Prefix + "_HANDOVER"
+	varPriority         = Prefix + "_PRIORITY"
 )
 
 // Error is a configuration error: the variable Var breaks Rule. Every error
@@ -350,6 +354,13 @@ func Load() (Config, error) {
 //     with LEASEHOLD_SHARDS is an error naming both; LEASEHOLD_GROUP and
 //     LEASEHOLD_BALANCE are errors without a group (they would do nothing).
 //     (Checked with rule 1.)
+//  11. LEASEHOLD_HANDOVER is any (the default) or successor,
+//     case-insensitive; LEASEHOLD_PRIORITY (an integer) is an error without
+//     successor, and successor is an error with LEASEHOLD_CANDIDATE=false.
+//     With successor, a single Lease's name is also its members' group
+//     name, so it must be a label value that makes valid member Lease names
+//     (group.Config.Validate, reported on LEASEHOLD_LEASE_NAME). (Checked
+//     after rule 1; the name with rule 4.)
 func (l Loader) Load() (Config, error) {
 	var s spec
 	if err := envconfig.Process(Prefix, &s); err != nil {
@@ -374,6 +385,9 @@ func (l Loader) Load() (Config, error) {
 	// 1 and 10. The Leases.
 	var err error
 	if c.Election, err = election(s); err != nil {
+		return Config{}, err
+	}
+	if err := handover(s, &c.Election); err != nil {
 		return Config{}, err
 	}
 

@@ -116,6 +116,7 @@ func TestAllVariablesHonored(t *testing.T) {
 		"LEASEHOLD_LOG_FORMAT":          "Text",
 		"LEASEHOLD_PPROF":               "true",
 		"LEASEHOLD_CANDIDATE":           "false",
+		"LEASEHOLD_ADVERTISE_ADDRESS":   "10.0.0.7:4042",
 	})
 	c, err := testLoader(t).Load()
 	if err != nil {
@@ -135,6 +136,7 @@ func TestAllVariablesHonored(t *testing.T) {
 		LogFormat:         "text",
 		Pprof:             true,
 		Election:          Election{Leases: []string{"other.lease"}, Balance: true, Candidate: false},
+		AdvertiseAddress:  "10.0.0.7:4042",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -716,4 +718,50 @@ func TestLeaseGroups(t *testing.T) {
 func rolesGroup(sorted string) string {
 	sum := sha256.Sum256([]byte(sorted))
 	return "roles-" + hex.EncodeToString(sum[:4])
+}
+
+// Rule 11: handover to a successor, with its priority; errors name the
+// variable; a single Lease with it groups its members under its own name,
+// which must make valid member Lease names.
+func TestHandover(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		want     Election // when wantVar is ""
+		wantVar  string
+		wantRule string
+	}{
+		{name: "default: any", env: base(), want: Election{Leases: []string{"my-lease"}, Balance: true, Candidate: true}},
+		{name: "successor, one Lease", env: with("LEASEHOLD_HANDOVER", "Successor", "LEASEHOLD_PRIORITY", "-3"),
+			want: Election{Leases: []string{"my-lease"}, Balance: true, Candidate: true, Handover: true, Priority: -3}},
+		{name: "successor, shards", env: with("LEASEHOLD_HANDOVER", "successor", "LEASEHOLD_SHARDS", "2"),
+			want: Election{Leases: []string{"my-lease-0", "my-lease-1"}, Group: "my-lease", Balance: true, Candidate: true, Handover: true}},
+		{name: "unknown mode", env: with("LEASEHOLD_HANDOVER", "newest"), wantVar: "LEASEHOLD_HANDOVER", wantRule: `"newest" must be any`},
+		{name: "priority without successor", env: with("LEASEHOLD_PRIORITY", "5"), wantVar: "LEASEHOLD_PRIORITY", wantRule: "has no effect without LEASEHOLD_HANDOVER=successor"},
+		{name: "priority not an integer", env: with("LEASEHOLD_HANDOVER", "successor", "LEASEHOLD_PRIORITY", "high"), wantVar: "LEASEHOLD_PRIORITY", wantRule: `"high"`},
+		{name: "observer", env: with("LEASEHOLD_HANDOVER", "successor", "LEASEHOLD_CANDIDATE", "false"), wantVar: "LEASEHOLD_HANDOVER", wantRule: "an observer holds nothing to hand over"},
+		{name: "a Lease name too long to group members", env: with("LEASEHOLD_HANDOVER", "successor", "LEASEHOLD_LEASE_NAME", strings.Repeat("x", 64)),
+			wantVar: "LEASEHOLD_LEASE_NAME", wantRule: "must be a label value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setEnv(t, tc.env)
+			c, err := testLoader(t).Load()
+			if tc.wantVar == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(c.Election, tc.want) {
+					t.Errorf("election %+v, want %+v", c.Election, tc.want)
+				}
+				if tc.want.Handover && c.MemberGroup() != "my-lease" {
+					t.Errorf("member group %q, want my-lease", c.MemberGroup())
+				}
+				return
+			}
+			e, ok := errors.AsType[*Error](err)
+			if !ok || e.Var != tc.wantVar || !strings.Contains(err.Error(), tc.wantRule) {
+				t.Fatalf("error %v; want one on %s saying %q", err, tc.wantVar, tc.wantRule)
+			}
+		})
+	}
 }

@@ -32,6 +32,24 @@ type Election struct {
 	// Candidate is false for an observer, which follows and reports but
 	// never campaigns (LEASEHOLD_CANDIDATE, default true).
 	Candidate bool
+	// Handover hands what this instance holds, when it leaves (shutdown,
+	// health step-down), to a chosen successor (LEASEHOLD_HANDOVER=successor;
+	// default any: released to anyone). It needs membership, so a single
+	// Lease with it keeps a member Lease too (see MemberGroup).
+	Handover bool
+	// Priority ranks this instance as a successor (LEASEHOLD_PRIORITY,
+	// default 0; only with Handover): the highest wins, then the newest.
+	Priority int64
+}
+
+// MemberGroup is the name members are grouped under: the group's, or with
+// a single Lease and Handover the Lease's own; "" without membership (a
+// single Lease handed to anyone).
+func (e Election) MemberGroup() string {
+	if e.Group == "" && e.Handover {
+		return e.Leases[0]
+	}
+	return e.Group
 }
 
 // Grouped reports whether a lease group is configured.
@@ -98,6 +116,28 @@ func election(s spec) (Election, error) {
 	return e, nil
 }
 
+// handover checks rule 11: LEASEHOLD_HANDOVER is any or successor,
+// LEASEHOLD_PRIORITY only with successor, and neither with an observer
+// (which holds nothing to hand over).
+func handover(s spec, e *Election) error {
+	switch strings.ToLower(strings.TrimSpace(s.Handover)) {
+	case "any":
+	case "successor":
+		e.Handover = true
+	default:
+		return errorf(varHandover, "%q must be any (release to any candidate) or successor (hand over to the member with the highest %s, newest first)", s.Handover, varPriority)
+	}
+	switch {
+	case s.Priority != nil && !e.Handover:
+		return errorf(varPriority, "has no effect without %s=successor", varHandover)
+	case e.Handover && !e.Candidate:
+		return errorf(varHandover, "successor together with %s=false: an observer holds nothing to hand over; unset one", varCandidate)
+	case s.Priority != nil:
+		e.Priority = *s.Priority
+	}
+	return nil
+}
+
 // ElectionConfig is the decision core's configuration shared by every
 // Lease of this instance: what elect.New (with the Lease client, clock,
 // logger and metrics) or a group needs. Name is the first Lease's (the
@@ -118,15 +158,19 @@ func (c Config) ElectionConfig() decide.Config {
 	}
 }
 
-// GroupConfig is the lease group's configuration (with a group): what
-// group.New needs besides the Lease client, clock, logger and registerer.
+// GroupConfig is the lease group's configuration (with a group, or a single
+// Lease with Handover: a greedy group of one Lease, for its membership):
+// what group.New needs besides the Lease client, clock, logger,
+// registerer and start time.
 func (c Config) GroupConfig() group.Config {
 	return group.Config{
-		Name:      c.Group,
+		Name:      c.MemberGroup(),
 		Leases:    c.Leases,
 		Election:  c.ElectionConfig(),
 		Candidate: c.Candidate,
-		Balance:   c.Balance,
+		Balance:   c.Balance && c.Grouped(),
+		Handover:  c.Handover,
+		Priority:  c.Priority,
 	}
 }
 
@@ -144,7 +188,13 @@ func (c Config) validateElection(s spec) error {
 	}
 	if !c.Grouped() {
 		ec := c.ElectionConfig()
-		return fromRule(ec.Validate(), vars, "")
+		if err := fromRule(ec.Validate(), vars, ""); err != nil || !c.Handover {
+			return err
+		}
+		// Membership under the Lease's own name.
+		vars["group.Name"] = varLeaseName
+		gc := c.GroupConfig()
+		return fromRule(gc.Validate(), vars, "")
 	}
 	vars["group.Leases"] = groupVars(s)
 	vars["group.Name"] = varGroup

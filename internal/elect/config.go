@@ -32,12 +32,16 @@ type Config struct {
 	Metrics *Metrics
 	// Notify, when not nil, receives a value, without blocking, after a
 	// Snapshot that differs from the last one it was told of in Leading,
-	// Holder, Term, Token (what moves Index), Observed, Candidate, or in
-	// whether FreeAt is zero: a lease group reads its Leases' snapshots
+	// Holder, Term, Token, LeaderAddress (what moves Index), Observed,
+	// Candidate, ReservedFor, or in whether FreeAt is zero: a lease group reads its Leases' snapshots
 	// when told. Renewals are not told, nor FreeAt moving later (a reader
 	// that waits for FreeAt finds it later when it looks). Give it a
 	// capacity of 1: notices that find it full are coalesced.
 	Notify chan<- struct{}
+	// Successor, when not nil, is asked when Run's context ends for the
+	// identity to hand the release on shutdown to ("" for anyone); see
+	// Elector.ReleaseTo. It must not block.
+	Successor func() string
 }
 
 // LeaseClient is what the elector needs of a client of the Leases of one

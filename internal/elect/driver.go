@@ -54,7 +54,11 @@ func (d *driver) run(ctx context.Context, events <-chan decide.Input) error {
 		var in decide.Input
 		select {
 		case <-stop:
-			stop, in = nil, decide.Stop{}
+			var to string
+			if d.cfg.Successor != nil {
+				to = d.cfg.Successor()
+			}
+			stop, in = nil, decide.Stop{To: to}
 			shutdownBound = d.clock.After(d.cfg.shutdownTimeout())
 		case <-shutdownBound:
 			timer.Stop()
@@ -110,13 +114,13 @@ func (d *driver) apply(out decide.Output) error {
 
 // noticeable reports whether report differs from the last one Notify was
 // told of in what a reader of notices acts on (see Config.Notify): a
-// change of Index (LeaderAddress included), of Observed, Candidate or Leading, or FreeAt becoming
-// zero or not zero. A renewal, or another holder's (which moves FreeAt
-// later), is not noticeable.
+// change of Index (LeaderAddress included), of Observed, Candidate,
+// Leading or ReservedFor, or FreeAt becoming zero or not zero. A renewal,
+// or another holder's (which moves FreeAt later), is not noticeable.
 func noticeable(last, report decide.Report) bool {
 	return last.Leading != report.Leading || last.Holder != report.Holder || last.Term != report.Term ||
 		last.Token != report.Token || last.LeaderAddress != report.LeaderAddress || last.Observed != report.Observed || last.Candidate != report.Candidate ||
-		last.FreeAt.IsZero() != report.FreeAt.IsZero()
+		last.FreeAt.IsZero() != report.FreeAt.IsZero() || last.ReservedFor != report.ReservedFor
 }
 
 // accept turns a caller's request into an input, with an ID for its reply.
@@ -185,6 +189,7 @@ func (d *driver) publish(r decide.Report) {
 		Term:          r.Term,
 		Token:         r.Token,
 		LeaderAddress: r.LeaderAddress,
+		ReservedFor:   r.ReservedFor,
 		AcquiredAt:    r.AcquiredAt,
 		RenewedAt:     r.RenewedAt,
 		ObservedAt:    r.ObservedAt,

@@ -81,7 +81,8 @@ func New(cfg Config) (*Elector, error) {
 
 // Run campaigns until ctx ends: acquire, renew, step down, campaign again.
 // When ctx ends it stops reporting leadership at once, then, if
-// ReleaseOnStop is set and this instance holds the Lease, releases it (after
+// ReleaseOnStop is set and this instance holds the Lease, releases it,
+// handed to Config.Successor's choice when set (after
 // the holds on the term, bounded by the term's validity and the whole by
 // RenewDeadline plus two request timeouts), and returns. It returns a
 // non-nil error only if the election cannot go on safely. Run may be called
@@ -122,7 +123,17 @@ func (e *Elector) Snapshot() *Snapshot { return e.snapshots.Load() }
 // knows it is unfit can keep leadership away from itself). It reports
 // whether a release was written. Calling it again is harmless.
 func (e *Elector) Release(ctx context.Context, stayOut time.Duration) (bool, error) {
-	return e.call(ctx, request{release: &decide.Release{StayOut: stayOut}})
+	return e.ReleaseTo(ctx, stayOut, "")
+}
+
+// ReleaseTo is Release, handing the Lease to the successor with identity
+// to ("" for anyone): the release is signed for it, so it takes the Lease
+// at once while every other candidate leaves it alone for RenewDeadline
+// (see decide.ReleasedForAnnotation). Whether to is a live candidate is
+// the caller's to check: if it does not take the Lease, anyone may once
+// that window has passed.
+func (e *Elector) ReleaseTo(ctx context.Context, stayOut time.Duration, to string) (bool, error) {
+	return e.call(ctx, request{release: &decide.Release{StayOut: stayOut, To: to}})
 }
 
 // SetCandidate takes this instance out of the election (false) or puts it
@@ -136,6 +147,12 @@ func (e *Elector) Release(ctx context.Context, stayOut time.Duration) (bool, err
 // after SetCandidate(true).
 func (e *Elector) SetCandidate(ctx context.Context, candidate bool, reason string) (bool, error) {
 	return e.call(ctx, request{candidacy: &decide.SetCandidate{Candidate: candidate, Reason: reason}})
+}
+
+// WithdrawTo is SetCandidate(false), handing the Lease to the successor
+// with identity to, as ReleaseTo does.
+func (e *Elector) WithdrawTo(ctx context.Context, reason, to string) (bool, error) {
+	return e.call(ctx, request{candidacy: &decide.SetCandidate{Reason: reason, To: to}})
 }
 
 // Hold holds the term with token, if this instance leads it now: a

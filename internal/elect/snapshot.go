@@ -27,6 +27,11 @@ type Snapshot struct {
 	// "" when it has none or there is no holder. Like Holder it says nothing
 	// of validity: use ValidLeaderAddress.
 	LeaderAddress string
+	// ReservedFor is the successor the last holder handed the Lease to,
+	// while it goes first (until FreeAt for others; this instance's own
+	// identity when handed to it); "" otherwise. Changes alone do not move
+	// Index.
+	ReservedFor string
 
 	AcquiredAt time.Time // the Lease's acquireTime, as written by the holder
 	RenewedAt  time.Time // the Lease's renewTime, as written by the holder

@@ -37,6 +37,14 @@ type Config struct {
 	// false campaigns for every Lease (greedy, as one client-go
 	// LeaderElector per Lease does).
 	Balance bool
+	// Handover hands this member's Leases to a chosen successor when it
+	// leaves (shutdown, or SetCandidate(false)): the live member Successor
+	// picks, by Priority and StartedAt. Off, they are released to anyone.
+	Handover bool
+	// Priority and StartedAt are what this member publishes for the others'
+	// choice of a successor (MemberInfo); StartedAt zero is not published.
+	Priority  int64
+	StartedAt time.Time
 
 	// Leases reads and writes the Leases of the namespace.
 	Client LeaseClient
@@ -47,6 +55,10 @@ type Config struct {
 	// Registerer receives the group's metrics and, wrapped with a lease
 	// label per Lease, each election's; nil registers none.
 	Registerer prometheus.Registerer
+	// LeaseLabeled says Registerer already labels every series with the
+	// Lease (a group of one Lease, kept for its membership): the elections'
+	// metrics are then registered as they are.
+	LeaseLabeled bool
 }
 
 // Validate checks c's settings (not its Client, Clock, Logger or

@@ -3,6 +3,9 @@ package group
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,6 +39,34 @@ func (e Election) Release(ctx context.Context, stayOut time.Duration) (bool, err
 		e.group.members.poke()
 	}
 	return e.Elector.Release(ctx, stayOut)
+}
+
+// ErrUnknownSuccessor is HandOver's answer for an identity that is not a
+// live member other than this instance, as this instance sees the group.
+var ErrUnknownSuccessor = errors.New("not a live member of the group other than this instance")
+
+// ErrNoMembership is HandOver's answer on an instance that is not a member
+// (an observer): it has no view of the members to check a successor
+// against, and holds nothing to hand over.
+var ErrNoMembership = errors.New("an observer has no membership to hand over to")
+
+// HandOver is Release, handed to the live member with identity to (see
+// elect.Elector.ReleaseTo): it takes the Lease first. When to is not a
+// live member other than this instance it releases nothing and returns an
+// error wrapping ErrUnknownSuccessor.
+func (e Election) HandOver(ctx context.Context, stayOut time.Duration, to string) (bool, error) {
+	self := e.group.cfg.Election.Identity
+	if e.group.members == nil {
+		return false, ErrNoMembership
+	}
+	if to == self || !slices.Contains(e.group.members.load().identities(), to) {
+		return false, fmt.Errorf("successor %q: %w", to, ErrUnknownSuccessor)
+	}
+	if stayOut > 0 {
+		e.group.declines.set(e.Snapshot().Lease, e.group.clock.Now().Add(stayOut))
+		e.group.members.poke()
+	}
+	return e.Elector.ReleaseTo(ctx, stayOut, to)
 }
 
 // declines are this member's stay-outs, by Lease. Written by Release

@@ -75,17 +75,23 @@ func New(cfg Config) (*Group, error) {
 		// A member campaigns only for what the plan gives it; an observer
 		// never does; a greedy member campaigns for all once fit.
 		ec.StartWithdrawn = !cfg.Candidate || cfg.Balance || cfg.Election.StartWithdrawn
-		var reg prometheus.Registerer
-		if cfg.Registerer != nil {
+		reg := cfg.Registerer
+		if reg != nil && !cfg.LeaseLabeled {
 			reg = prometheus.WrapRegistererWith(prometheus.Labels{"lease": name}, cfg.Registerer)
 		}
+		var successor func() string
+		if cfg.Handover && cfg.Candidate {
+			i := len(g.electors)
+			successor = func() string { return g.successorFor(i) }
+		}
 		e, err := elect.New(elect.Config{
-			Config:  ec,
-			Leases:  cfg.Client,
-			Clock:   g.clock,
-			Logger:  g.log,
-			Metrics: elect.NewMetrics(reg),
-			Notify:  g.notify,
+			Config:    ec,
+			Leases:    cfg.Client,
+			Clock:     g.clock,
+			Logger:    g.log,
+			Metrics:   elect.NewMetrics(reg),
+			Notify:    g.notify,
+			Successor: successor,
 		})
 		if err != nil {
 			return nil, err
@@ -106,6 +112,7 @@ func New(cfg Config) (*Group, error) {
 			wake:     make(chan struct{}, 1),
 			records:  map[string]memberRecord{},
 			declines: g.declines,
+			info:     MemberInfo{Priority: cfg.Priority, StartedAt: cfg.StartedAt},
 		}
 		g.members.wanted.Store(!cfg.Election.StartWithdrawn)
 	}
@@ -219,4 +226,20 @@ func (g *Group) collect(now time.Time) Snapshot {
 	}
 	g.metrics.members.Set(float64(s.Members))
 	return s
+}
+
+// successorFor is whom this member hands Lease i to when it leaves, as its
+// view says now ("" for anyone): in a balanced group, the heir the fair
+// share among the others gives it (Heirs); otherwise the one successor
+// (Successor), by priority and start.
+func (g *Group) successorFor(i int) string {
+	self, members := g.cfg.Election.Identity, g.members.load()
+	if !g.cfg.Balance {
+		return Successor(self, members)
+	}
+	states := make([]LeaseState, len(g.electors))
+	for j, e := range g.electors {
+		states[j] = leaseStateOf(e.Snapshot())
+	}
+	return Heirs(self, g.clock.Now(), members, states)[i]
 }

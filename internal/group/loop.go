@@ -71,7 +71,7 @@ func (l *loop) plan(ctx context.Context, now time.Time, snap Snapshot) time.Time
 	default:
 		states := make([]LeaseState, len(snap.Leases))
 		for i, s := range snap.Leases {
-			states[i] = LeaseState{Name: s.Lease, Observed: s.Observed, Leading: s.Leading, Holder: s.Holder, FreeAt: s.FreeAt}
+			states[i] = leaseStateOf(s)
 		}
 		var ok bool
 		var next time.Time
@@ -95,9 +95,19 @@ func (l *loop) plan(ctx context.Context, now time.Time, snap Snapshot) time.Time
 			}
 		}
 		e := l.electors[i]
+		var to string
+		if !w && !l.fit && l.cfg.Handover {
+			to = l.successorFor(i) // leaving the group: hand over, as on shutdown
+		}
 		l.calls.Go(func() {
 			defer func() { l.results <- i }()
-			if _, err := e.SetCandidate(ctx, w, reason); err != nil && ctx.Err() == nil {
+			var err error
+			if to != "" {
+				_, err = e.WithdrawTo(ctx, reason, to)
+			} else {
+				_, err = e.SetCandidate(ctx, w, reason)
+			}
+			if err != nil && ctx.Err() == nil {
 				l.log.Warn("candidacy change failed", "lease", snap.Leases[i].Lease, "candidate", w, "err", err)
 			}
 		})

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +57,19 @@ type Members struct {
 	// Declined are, per live member, the Leases it stays out of now
 	// (DeclinedAnnotation); nil when none.
 	Declined map[string][]string
+	// Info is what each live member publishes about itself, by identity.
+	Info map[string]MemberInfo
+}
+
+// MemberInfo is what a member publishes on its member Lease for the choice
+// of a successor (Successor).
+type MemberInfo struct {
+	// Priority is the member's LEASEHOLD_PRIORITY (PriorityAnnotation); 0
+	// when absent or not an integer.
+	Priority int64
+	// StartedAt is when the member's process started, by its own wall
+	// clock (StartedAtAnnotation); zero when absent or malformed.
+	StartedAt time.Time
 }
 
 // membership keeps this instance's member Lease while it is a member, and
@@ -76,7 +91,8 @@ type membership struct {
 	log                   *slog.Logger
 	timeout               time.Duration // bound of each request
 	notify                chan<- struct{}
-	declines              *declines // this member's own, written on its member Lease
+	declines              *declines  // this member's own, written on its member Lease
+	info                  MemberInfo // this member's own, written on its member Lease
 
 	current atomic.Pointer[Members]
 	wanted  atomic.Bool   // be a member: set by setMember
@@ -99,6 +115,7 @@ type memberRecord struct {
 	seenAt          time.Time
 	ttl             time.Duration
 	declined        map[string]time.Time // wall-clock ends of its stay-outs
+	info            MemberInfo
 }
 
 func (r memberRecord) liveAt(now time.Time) bool {
@@ -114,6 +131,14 @@ type memberEvent struct {
 }
 
 func (m *membership) load() *Members { return m.current.Load() }
+
+// identities are the live members; none before the first publish.
+func (m *Members) identities() []string {
+	if m == nil {
+		return nil
+	}
+	return m.Identities
+}
 
 // setMember asks the loop to join (true) or leave (false). It never
 // blocks.
@@ -242,10 +267,14 @@ func (m *membership) record(now time.Time, base *coordinationv1.Lease, declined 
 		l.Labels = map[string]string{}
 	}
 	l.Labels[MemberLabel] = m.group
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[PriorityAnnotation] = strconv.FormatInt(m.info.Priority, 10)
+	if !m.info.StartedAt.IsZero() {
+		l.Annotations[StartedAtAnnotation] = m.info.StartedAt.UTC().Format(time.RFC3339Nano)
+	}
 	if declined != "" {
-		if l.Annotations == nil {
-			l.Annotations = map[string]string{}
-		}
 		l.Annotations[DeclinedAnnotation] = declined
 	} else {
 		delete(l.Annotations, DeclinedAnnotation)
@@ -301,7 +330,7 @@ func (m *membership) observe(now time.Time, ev memberEvent) {
 }
 
 func recordOf(now time.Time, l *coordinationv1.Lease) memberRecord {
-	r := memberRecord{resourceVersion: l.ResourceVersion, seenAt: now, ttl: time.Second, declined: decodeDeclines(l.Annotations[DeclinedAnnotation])}
+	r := memberRecord{resourceVersion: l.ResourceVersion, seenAt: now, ttl: time.Second, declined: decodeDeclines(l.Annotations[DeclinedAnnotation]), info: infoOf(l)}
 	if l.Spec.HolderIdentity != nil {
 		r.identity = *l.Spec.HolderIdentity
 	}
@@ -322,11 +351,13 @@ func newerRV(a, b string) bool {
 func (m *membership) publish(now time.Time) {
 	var ids []string
 	var declined map[string][]string
+	info := map[string]MemberInfo{}
 	for _, r := range m.records {
 		if !r.liveAt(now) {
 			continue
 		}
 		ids = append(ids, r.identity)
+		info[r.identity] = r.info
 		for lease, until := range r.declined {
 			if now.Before(until) {
 				if declined == nil {
@@ -342,7 +373,7 @@ func (m *membership) publish(now time.Time) {
 		slices.Sort(leases)
 	}
 	prev := m.load()
-	if prev != nil && prev.Listed == m.listed && slices.Equal(prev.Identities, ids) && reflect.DeepEqual(prev.Declined, declined) {
+	if prev != nil && prev.Listed == m.listed && slices.Equal(prev.Identities, ids) && reflect.DeepEqual(prev.Declined, declined) && maps.Equal(prev.Info, info) {
 		return
 	}
 	if prev != nil {
@@ -353,7 +384,7 @@ func (m *membership) publish(now time.Time) {
 			}
 		}
 	}
-	m.current.Store(&Members{Identities: ids, JoinedAt: m.joinedAt, Listed: m.listed, Declined: declined})
+	m.current.Store(&Members{Identities: ids, JoinedAt: m.joinedAt, Listed: m.listed, Declined: declined, Info: info})
 	select {
 	case m.notify <- struct{}{}:
 	default:

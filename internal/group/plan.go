@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/elect"
 )
 
 // View is what the planner knows at one moment: who the live members are,
@@ -155,10 +157,15 @@ type LeaseState struct {
 	Leading  bool      // this instance holds a term
 	Holder   string    // the record's holder, "" when none
 	FreeAt   time.Time // when the holder's claim ends, as this instance judges it; zero when free now
+	// ReservedFor is the successor the last holder handed the Lease to,
+	// while it goes first (until FreeAt for the others); "" otherwise.
+	ReservedFor string
 }
 
 // validHolder is the holder self judges valid at now: itself while
-// leading or while the record names it, another until FreeAt, else nobody.
+// leading or while the record names it, another until FreeAt, else nobody;
+// a Lease handed to a successor counts as the successor's while it goes
+// first (for itself, until it takes it), so the plan keeps it there.
 //
 // A record that names self is self's own write, which its election takes
 // back at once (package decide), and every other member judges it held by
@@ -173,6 +180,8 @@ func (s LeaseState) validHolder(self string, now time.Time) string {
 		return self
 	case s.Holder != "" && s.Holder != self && now.Before(s.FreeAt):
 		return s.Holder
+	case s.Holder == "" && s.ReservedFor != "" && (s.ReservedFor == self || now.Before(s.FreeAt)):
+		return s.ReservedFor
 	}
 	return ""
 }
@@ -187,6 +196,27 @@ func Balanced(self string, now time.Time, members *Members, leases []LeaseState,
 	if members == nil || !members.Listed {
 		return nil, time.Time{}, false
 	}
+	view, ok := viewOf(self, now, members, leases)
+	if !ok {
+		return nil, time.Time{}, false
+	}
+	wake = now.Add(24 * time.Hour)
+	for _, s := range leases {
+		if s.FreeAt.After(now) && s.FreeAt.Before(wake) {
+			wake = s.FreeAt
+		}
+	}
+	settledAt := members.JoinedAt.Add(settle)
+	settled := !now.Before(settledAt)
+	if !settled && settledAt.Before(wake) {
+		wake = settledAt
+	}
+	return Candidacy(view, settled), wake, true
+}
+
+// viewOf is the View self plans on at now; ok is false while a Lease has
+// not been observed yet.
+func viewOf(self string, now time.Time, members *Members, leases []LeaseState) (v View, ok bool) {
 	view := View{Self: self, Members: members.Identities, Holders: make([]string, len(leases))}
 	if len(members.Declined) > 0 {
 		view.Declined = map[string][]bool{}
@@ -198,20 +228,16 @@ func Balanced(self string, now time.Time, members *Members, leases []LeaseState,
 			view.Declined[member] = d
 		}
 	}
-	wake = now.Add(24 * time.Hour)
 	for i, s := range leases {
 		if !s.Observed {
-			return nil, time.Time{}, false
+			return View{}, false
 		}
 		view.Holders[i] = s.validHolder(self, now)
-		if s.FreeAt.After(now) && s.FreeAt.Before(wake) {
-			wake = s.FreeAt
-		}
 	}
-	settledAt := members.JoinedAt.Add(settle)
-	settled := !now.Before(settledAt)
-	if !settled && settledAt.Before(wake) {
-		wake = settledAt
-	}
-	return Candidacy(view, settled), wake, true
+	return view, true
+}
+
+// leaseStateOf is what the plan needs of an election's snapshot.
+func leaseStateOf(s *elect.Snapshot) LeaseState {
+	return LeaseState{Name: s.Lease, Observed: s.Observed, Leading: s.Leading, Holder: s.Holder, FreeAt: s.FreeAt, ReservedFor: s.ReservedFor}
 }

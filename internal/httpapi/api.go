@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/group"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
@@ -87,11 +88,14 @@ func (s *Server) handleToken(w http.ResponseWriter, _ *http.Request, el Election
 	writeJSON(w, http.StatusOK, api.Token{FencingToken: st.FencingToken, Term: st.Term, ValidUntil: st.ValidUntil, ValidForMs: st.ValidForMs})
 }
 
-// handleRelease serves POST /v1/release[?for=D] (and
+// handleRelease serves POST /v1/release[?for=D][&to=ID] (and
 // POST /v1/leases/{lease}/release) for el: step down if leading,
 // release the Lease (after the holds on the term have ended, at most when
-// its validity ends: see handleHold), and stay out of the election for D
-// (default LeaseDuration, ≤ 1h), then 200 with {"released": bool, ...status}.
+// its validity ends: see handleHold), handed to member ID when to is given
+// (Handover; 409 unknown_successor when ID is no live member other than
+// this instance, 409 handover_unavailable without membership, nothing
+// released either way), and stay out of the election for D (default
+// LeaseDuration, ≤ 1h), then 200 with {"released": bool, ...status}.
 // Idempotent. A failure of the election to release is the server's: 503
 // with Retry-After and a JSON error, code shutting_down when the elector has
 // stopped (elect.ErrStopped), else release_failed (the Lease could not be
@@ -107,8 +111,29 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, el Electi
 		badParameter(w, err)
 		return
 	}
-	ok, err := el.Release(r.Context(), stayOut)
+	to, err := q.identity("to")
+	if err != nil {
+		badParameter(w, err)
+		return
+	}
+	var ok bool
+	if to == "" {
+		ok, err = el.Release(r.Context(), stayOut)
+	} else if h, can := el.(Handover); can {
+		ok, err = h.HandOver(r.Context(), stayOut, to)
+	} else {
+		err = group.ErrNoMembership
+	}
+	if errors.Is(err, group.ErrNoMembership) {
+		writeError(w, http.StatusConflict, codeNoHandover,
+			"this sidecar has no membership to hand over to (an observer, or one Lease without LEASEHOLD_HANDOVER=successor); nothing was released")
+		return
+	}
 	log := s.logFor(el)
+	if errors.Is(err, group.ErrUnknownSuccessor) {
+		writeError(w, http.StatusConflict, codeUnknownSuccessor, err.Error()+"; nothing was released")
+		return
+	}
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client left
@@ -121,7 +146,7 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, el Electi
 		writeError(w, http.StatusServiceUnavailable, code, "release failed: "+err.Error())
 		return
 	}
-	log.Info("release requested over HTTP", "released", ok, "stayOut", stayOut)
+	log.Info("release requested over HTTP", "released", ok, "stayOut", stayOut, "to", to)
 	snap := el.Snapshot()
 	respond(w, http.StatusOK, snap, api.Release{Released: ok, Status: s.statusOf(snap)})
 }

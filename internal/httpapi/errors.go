@@ -31,6 +31,8 @@ const (
 	codeReleaseFailed    = api.CodeReleaseFailed
 	codeLeaseGroup       = api.CodeLeaseGroup
 	codeUnknownLease     = api.CodeUnknownLease
+	codeUnknownSuccessor = api.CodeUnknownSuccessor
+	codeNoHandover       = api.CodeHandoverUnavailable
 )
 
 // Retry-After values of the 503 answers (whole seconds, the header's

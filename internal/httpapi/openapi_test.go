@@ -406,6 +406,7 @@ func TestCheckResponseFindsDepartures(t *testing.T) {
 var errorCodes = []errorCode{
 	codeBadParameter, codeNotFound, codeMethodNotAllowed, codeConflict, codeNotLeader,
 	codeNotReady, codeElectionStalled, codeShuttingDown, codeReleaseFailed, codeLeaseGroup, codeUnknownLease,
+	codeUnknownSuccessor, codeNoHandover,
 }
 
 // The document states the error contract for every operation: every error

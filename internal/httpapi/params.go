@@ -73,3 +73,15 @@ func (p params) token(name string) (fence.Token, error) {
 	}
 	return fence.Token(n), nil
 }
+
+// identity reads parameter name as a holder identity: "" when absent; an
+// error when present but empty.
+func (p params) identity(name string) (string, error) {
+	if !p.values.Has(name) {
+		return "", nil
+	}
+	if v := p.values.Get(name); v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("empty %s: want a member's identity, or leave %s out", name, name)
+}

@@ -94,6 +94,17 @@ type Election interface {
 	Hold(token fence.Token) (end func(), ok bool)
 }
 
+// Handover is implemented by the elections that can hand their Lease to a
+// chosen successor: those with a membership to check it against
+// (group.Election). POST /v1/release?to= uses it.
+type Handover interface {
+	// HandOver releases as Release does, signed for the member with
+	// identity to, which takes it first. It returns an error wrapping
+	// group.ErrUnknownSuccessor, having released nothing, when to is not a
+	// live member other than this instance.
+	HandOver(ctx context.Context, stayOut time.Duration, to string) (bool, error)
+}
+
 // Group is what the HTTP layer needs from a lease group's runtime: its
 // latest published state. *group.Publisher satisfies it.
 type Group interface {

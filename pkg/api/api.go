@@ -214,6 +214,13 @@ const (
 	// CodeUnknownLease (404): /v1/leases/{lease} names no Lease this sidecar
 	// serves.
 	CodeUnknownLease ErrorCode = "unknown_lease"
+	// CodeUnknownSuccessor (409): POST /v1/release?to= (or a Lease's) names
+	// no live member other than this instance; nothing was released.
+	CodeUnknownSuccessor ErrorCode = "unknown_successor"
+	// CodeHandoverUnavailable (409): POST /v1/release?to= on a sidecar with
+	// no membership to check the successor against (one Lease without
+	// LEASEHOLD_HANDOVER=successor, or an observer); nothing was released.
+	CodeHandoverUnavailable ErrorCode = "handover_unavailable"
 )
 
 // LeaderAddress is a Status's leaderAddress. It is in an answer only when

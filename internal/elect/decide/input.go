@@ -41,11 +41,13 @@ type Result struct {
 }
 
 // Release asks to end the term if any, release the Lease if this instance
-// holds it, and stay out of the election for StayOut. It is answered by a
-// Reply with the same ID.
+// holds it, and stay out of the election for StayOut. With To set, the
+// release is handed to that successor (see ReleasedForAnnotation). It is
+// answered by a Reply with the same ID.
 type Release struct {
 	ID      uint64
 	StayOut time.Duration
+	To      string
 }
 
 // SetCandidate takes this instance out of the election (false: the term
@@ -55,11 +57,15 @@ type SetCandidate struct {
 	ID        uint64
 	Candidate bool
 	Reason    string
+	To        string // with Candidate false: the successor the release is handed to, if any
 }
 
 // Stop ends the election: the term ends, the Lease is released if
-// Config.ReleaseOnStop, and Output.Stopped is set once nothing is left to do.
-type Stop struct{}
+// Config.ReleaseOnStop (handed to To when set), and Output.Stopped is set
+// once nothing is left to do.
+type Stop struct {
+	To string
+}
 
 // HoldsCleared answers Output.AwaitHolds: no hold on that term remains.
 type HoldsCleared struct{}

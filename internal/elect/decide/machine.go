@@ -145,7 +145,7 @@ func (m *Machine) handle(now time.Time, in Input) {
 		m.result(now, in)
 	case Release:
 		m.stayOutUntil = now.Add(in.StayOut)
-		m.leave(now, "release requested", in.ID)
+		m.leave(now, "release requested", in.ID, in.To)
 	case SetCandidate:
 		if in.Candidate {
 			if m.withdrawn {
@@ -159,7 +159,7 @@ func (m *Machine) handle(now time.Time, in Input) {
 			m.logf(slog.LevelWarn, "withdrawn from the election", "reason", in.Reason)
 		}
 		m.withdrawn = true
-		m.leave(now, "withdrawn from the election: "+in.Reason, in.ID)
+		m.leave(now, "withdrawn from the election: "+in.Reason, in.ID, in.To)
 	case Stop:
 		if m.stopping {
 			return
@@ -168,7 +168,7 @@ func (m *Machine) handle(now time.Time, in Input) {
 		token, validUntil := m.lastToken(), m.validUntil()
 		m.stepDown(now, "shutting down", clearShield)
 		if m.cfg.ReleaseOnStop && m.release == nil {
-			m.startRelease(token, validUntil, true)
+			m.startRelease(token, validUntil, true, in.To)
 		}
 	case HoldsCleared:
 		if m.release != nil {
@@ -214,7 +214,7 @@ func (m *Machine) plan(now time.Time) {
 		if m.namesMe() && !now.Before(m.retryAt) {
 			// Out of the election yet named holder (an acquire whose answer
 			// was lost, or a release that failed): release it.
-			m.startRelease(0, time.Time{}, true)
+			m.startRelease(0, time.Time{}, true, "")
 			m.planRelease(now)
 		}
 	case now.Before(m.retryAt):
@@ -328,6 +328,9 @@ func (m *Machine) report(now time.Time) Report {
 	}
 	if m.lease != nil && !m.namesMe() && now.Before(m.notBefore) {
 		r.FreeAt = m.notBefore
+	}
+	if to := releasedFor(m.lease); to != "" && (to == m.cfg.Identity || now.Before(m.notBefore)) {
+		r.ReservedFor = to
 	}
 	if m.lease != nil {
 		r.AcquiredAt = microTimeOf(m.lease.Spec.AcquireTime)

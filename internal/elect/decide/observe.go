@@ -76,6 +76,10 @@ func (m *Machine) claim(now time.Time, lease *coordinationv1.Lease) {
 		m.notBefore = time.Time{} // this instance's own write
 	case holder != "":
 		m.notBefore = latest(m.notBefore, now.Add(wait))
+	case releasedFor(lease) != "" && releasedFor(lease) != m.cfg.Identity:
+		// Released by its holder, who stepped down first, and handed to
+		// another: that successor goes first.
+		m.notBefore = now.Add(m.cfg.RenewDeadline)
 	case releasedBy(lease) != "":
 		m.notBefore = time.Time{} // released by its holder, who stepped down first
 	case now.Before(m.shield):

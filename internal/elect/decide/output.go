@@ -102,6 +102,10 @@ type Report struct {
 	// it on the record; "" when it has none or there is no holder. It says
 	// nothing of validity: a holder leads validly only before FreeAt.
 	LeaderAddress string
+	// ReservedFor is the successor a signed release was handed to, while
+	// it goes first (others wait until FreeAt); "" otherwise. It is this
+	// instance's own identity when the Lease was handed to it.
+	ReservedFor string
 
 	AcquiredAt time.Time // the Lease's acquireTime, as written by the holder
 	RenewedAt  time.Time // the Lease's renewTime, as written by the holder

@@ -40,6 +40,24 @@ func addressOf(l *coordinationv1.Lease) string {
 	return address
 }
 
+// ReleasedForAnnotation names, on a signed release, the successor its holder
+// handed the Lease to. That successor takes it at once, like any signed
+// release; every other candidate leaves it alone for RenewDeadline after it
+// first observes that version (its own clock, so no clock offset between
+// nodes shortens the window), then takes it as a signed release. It decides
+// only who goes first, never whether a holder may still lead: the holder
+// stepped down before signing.
+const ReleasedForAnnotation = "leasehold.io/released-for"
+
+// releasedFor is the successor a signed release is handed to, "" when the
+// record is not a signed release or is handed to no one in particular.
+func releasedFor(l *coordinationv1.Lease) string {
+	if releasedBy(l) == "" {
+		return ""
+	}
+	return l.Annotations[ReleasedForAnnotation]
+}
+
 // The helpers below read a Lease defensively: any field may be missing or
 // hostile (written by hand), and none of them may panic.
 

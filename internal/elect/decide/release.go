@@ -25,27 +25,29 @@ type releasing struct {
 	// the Lease (on Stop: the cache names someone else, and no acquire's
 	// outcome is unknown).
 	onlyIfMine bool
+	to         string                // the successor the release is handed to; "" for anyone
 	attempts   int                   // release writes that conflicted; after one, the release reads first
 	target     *coordinationv1.Lease // a record naming this instance: the release is conditioned on it
 }
 
 // leave ends the term, if any (reports say so before anything is written),
-// and releases the Lease if this instance holds it (see planRelease); the
-// caller id is answered when done.
-func (m *Machine) leave(now time.Time, reason string, id uint64) {
+// and releases the Lease if this instance holds it (see planRelease),
+// handed to successor to when set; the caller id is answered when done. A
+// release already under way goes on as it was asked.
+func (m *Machine) leave(now time.Time, reason string, id uint64, to string) {
 	token, validUntil := m.lastToken(), m.validUntil()
 	m.stepDown(now, reason, clearShield)
 	if m.release == nil {
-		m.startRelease(token, validUntil, false)
+		m.startRelease(token, validUntil, false, to)
 	}
 	m.release.replies = append(m.release.replies, id)
 }
 
-// startRelease begins a release. When token is not zero (a term just
-// ended), it first waits for the holds on that term, at most until
-// validUntil.
-func (m *Machine) startRelease(token fence.Token, validUntil time.Time, onlyIfMine bool) {
-	m.release = &releasing{onlyIfMine: onlyIfMine}
+// startRelease begins a release, handed to successor to when set. When
+// token is not zero (a term just ended), it first waits for the holds on
+// that term, at most until validUntil.
+func (m *Machine) startRelease(token fence.Token, validUntil time.Time, onlyIfMine bool, to string) {
+	m.release = &releasing{onlyIfMine: onlyIfMine, to: to}
 	if token != 0 {
 		m.release.holdUntil = validUntil
 		m.out.AwaitHolds = token

@@ -53,6 +53,7 @@ func (m *Machine) acquisition(now time.Time) *coordinationv1.Lease {
 	// A new term: the previous term's token must not be read as ours.
 	delete(desired.Annotations, fence.Annotation)
 	delete(desired.Annotations, ReleasedByAnnotation)
+	delete(desired.Annotations, ReleasedForAnnotation)
 	transitions := m.lastTerm // a placeholder no one has held: the first term
 	if m.heldSeen || m.lease.Spec.AcquireTime != nil {
 		transitions = nextTransitions(m.lastTerm) // also across a deletion
@@ -83,6 +84,7 @@ func (m *Machine) renewal(now time.Time) *coordinationv1.Lease {
 	}
 	desired.Annotations[fence.Annotation] = m.term.token.String()
 	delete(desired.Annotations, ReleasedByAnnotation)
+	delete(desired.Annotations, ReleasedForAnnotation)
 	m.advertise(desired)
 	return desired
 }
@@ -103,8 +105,9 @@ func (m *Machine) advertise(desired *coordinationv1.Lease) {
 }
 
 // releaseOf is the signed release of current, a record that names this
-// instance, conditioned on its resourceVersion. It keeps leaseTransitions
-// and the token annotation, and takes the advertised address off;
+// instance, conditioned on its resourceVersion, handed to the release's
+// successor if it has one. It keeps leaseTransitions and the token
+// annotation, and takes the advertised address off;
 // leaseDurationSeconds 1 makes clients that
 // ignore an empty holder see it expire at once.
 func (m *Machine) releaseOf(now time.Time, current *coordinationv1.Lease) *coordinationv1.Lease {
@@ -117,6 +120,11 @@ func (m *Machine) releaseOf(now time.Time, current *coordinationv1.Lease) *coord
 		released.Annotations = map[string]string{}
 	}
 	released.Annotations[ReleasedByAnnotation] = m.cfg.Identity
+	if to := m.release.to; to != "" && to != m.cfg.Identity {
+		released.Annotations[ReleasedForAnnotation] = to
+	} else {
+		delete(released.Annotations, ReleasedForAnnotation)
+	}
 	delete(released.Annotations, LeaderAddressAnnotation)
 	delete(released.Annotations, LeaderAddressOfAnnotation)
 	return released

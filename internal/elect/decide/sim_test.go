@@ -534,22 +534,25 @@ func (s *sim) fault() {
 	case k == 4 && len(live) > 0:
 		in := live[s.rng.IntN(len(live))]
 		in.stopping = true
-		s.tracef("%s is told to stop", in.identity)
-		s.deliver(in, Stop{})
+		to := s.successor(in)
+		s.tracef("%s is told to stop (handing over to %q)", in.identity, to)
+		s.deliver(in, Stop{To: to})
 		s.startInstance(s.now + time.Duration(s.rng.Int64N(int64(p.timing.LeaseDuration))))
-		s.check.disturbed(s.now + p.timing.RenewDeadline)
+		s.check.disturbed(s.now + p.timing.RenewDeadline + s.handoverWait(to))
 	case k == 5 && len(live) > 0:
 		in := live[s.rng.IntN(len(live))]
 		stay := time.Duration(s.rng.Float64() * float64(p.timing.LeaseDuration))
 		in.stayOutUntil = s.now + time.Duration(float64(stay)/in.rate) + time.Millisecond
-		s.deliver(in, Release{ID: s.seq, StayOut: stay})
-		s.check.disturbed(in.stayOutUntil)
+		to := s.successor(in)
+		s.deliver(in, Release{ID: s.seq, StayOut: stay, To: to})
+		s.check.disturbed(max(in.stayOutUntil, s.now+s.handoverWait(to)))
 	case k == 6 && len(live) > 0:
 		in := live[s.rng.IntN(len(live))]
 		in.candidate = false
-		s.deliver(in, SetCandidate{ID: s.seq, Candidate: false, Reason: "app unhealthy"})
+		to := s.successor(in)
+		s.deliver(in, SetCandidate{ID: s.seq, Candidate: false, Reason: "app unhealthy", To: to})
 		back := s.now + time.Duration(s.rng.Float64()*float64(p.timing.LeaseDuration))
-		s.check.disturbed(back)
+		s.check.disturbed(max(back, s.now+s.handoverWait(to)))
 		s.at(back, func() {
 			in.candidate = true
 			s.deliver(in, SetCandidate{ID: s.seq, Candidate: true, Reason: "app healthy"})
@@ -593,6 +596,33 @@ func (s *sim) handEdit() {
 }
 
 // live lists the running instances that are not stopping.
+// successor picks whom in hands a release to: half the time no one; else
+// any instance ever started (alive or not: a successor that never takes
+// the Lease, which the others then take after their wait), or one never
+// started, or in itself.
+func (s *sim) successor(in *instance) string {
+	switch k := s.rng.IntN(8); {
+	case k < 4:
+		return ""
+	case k == 4:
+		return "never-started"
+	case k == 5:
+		return in.identity
+	default:
+		return s.instances[s.rng.IntN(len(s.instances))].identity
+	}
+}
+
+// handoverWait bounds how long a handover to to may keep the others out:
+// RenewDeadline on their clocks, which run at least half as fast as the
+// simulation's.
+func (s *sim) handoverWait(to string) time.Duration {
+	if to == "" {
+		return 0
+	}
+	return 2 * s.params.timing.RenewDeadline
+}
+
 func (s *sim) live() []*instance {
 	var live []*instance
 	for _, in := range s.instances {

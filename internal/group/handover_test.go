@@ -1,0 +1,140 @@
+package group_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/group"
+)
+
+// handover configures a member that hands its Leases to a chosen
+// successor, one Lease greedy (as LEASEHOLD_HANDOVER=successor runs a
+// single Lease), started at started with priority.
+func handover(started time.Time, priority int64) func(*group.Config) {
+	return func(c *group.Config) {
+		c.Balance, c.Handover, c.StartedAt, c.Priority = false, true, started, priority
+	}
+}
+
+// waitMembers waits until every member sees n members.
+func waitMembers(t *testing.T, members []*member, n int) {
+	t.Helper()
+	deadline := time.Now().Add(generous)
+	for {
+		ok := true
+		for _, m := range members {
+			ok = ok && m.Snapshot().Members == n
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members do not all see %d members", n)
+		}
+		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
+	}
+}
+
+// holderAmong is who leads validly among members, "" when none does; it fails
+// the test on two.
+func holderAmong(t *testing.T, members []*member) string {
+	t.Helper()
+	checkOneLeader(t, members)
+	for _, m := range members {
+		if m.held() == 1 {
+			return m.id
+		}
+	}
+	return ""
+}
+
+// waitLeader waits until want leads, checking at every sample that no one
+// else leads meanwhile except the previous holder before it let go.
+func waitLeader(t *testing.T, members []*member, want string, allowed ...string) {
+	t.Helper()
+	deadline := time.Now().Add(generous)
+	for {
+		h := holderAmong(t, members)
+		if h == want {
+			return
+		}
+		if h != "" && !slices.Contains(allowed, h) {
+			t.Fatalf("%s leads; want %s next", h, want)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not lead (holder %q)", want, h)
+		}
+		time.Sleep(5 * time.Millisecond) // sampling; the outcome is decided by the deadline
+	}
+}
+
+// POST /v1/release?to=: the named successor takes the Lease, before any
+// other candidate, and well before the others may (renewDeadline); a name
+// that is no live member other than the holder releases nothing.
+func TestHandOverToAChosenSuccessor(t *testing.T) {
+	f := newFixture(t)
+	leases := shardNames(1)
+	now := time.Now()
+	a := f.start("a", leases, handover(now, 0))
+	waitHeld(t, []*member{a}, []int{1})
+	b, c := f.start("b", leases, handover(now, 0)), f.start("c", leases, handover(now, 0))
+	all := []*member{a, b, c}
+	waitMembers(t, all, 3)
+
+	for _, to := range []string{"nobody", "a"} {
+		if _, err := a.Elections()[0].HandOver(t.Context(), time.Minute, to); !errors.Is(err, group.ErrUnknownSuccessor) {
+			t.Errorf("HandOver to %q: %v; want ErrUnknownSuccessor", to, err)
+		}
+	}
+	if holderAmong(t, all) != "a" {
+		t.Fatal("a no longer leads after refused handovers")
+	}
+
+	token := a.Snapshot().Leases[0].Token
+	asked := time.Now()
+	if released, err := a.Elections()[0].HandOver(t.Context(), time.Minute, "c"); err != nil || !released {
+		t.Fatalf("HandOver to c: released %v, %v", released, err)
+	}
+	waitLeader(t, all, "c", "a")
+	took := time.Since(asked)
+	t.Logf("c leads %v after the handover was asked", took)
+	if took >= renewDeadline {
+		t.Errorf("c leads %v after the handover: not before the others' wait (renewDeadline %v) ended, so it was not handed to c", took, renewDeadline)
+	}
+	if got := c.Snapshot().Leases[0].Token; got <= token {
+		t.Errorf("c's token %d, not above a's %d", got, token)
+	}
+}
+
+// On shutdown a member hands its Lease to the member with the highest
+// priority, then the newest; never to the one that is itself leaving.
+func TestShutdownHandsToTheBestSuccessor(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		priorityB int64
+		want      string
+	}{
+		{"the newest", 0, "c"},
+		{"the highest priority", 1, "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			leases := shardNames(1)
+			start := time.Now()
+			a := f.start("a", leases, handover(start, 0))
+			waitHeld(t, []*member{a}, []int{1})
+			b := f.start("b", leases, handover(start.Add(time.Second), tc.priorityB))
+			c := f.start("c", leases, handover(start.Add(2*time.Second), 0))
+			all := []*member{a, b, c}
+			waitMembers(t, all, 3)
+			stopped := time.Now()
+			a.stop(t)
+			waitLeader(t, []*member{b, c}, tc.want)
+			if took := time.Since(stopped); took >= renewDeadline {
+				t.Errorf("%s leads %v after a stopped: not before the others' wait (%v) ended", tc.want, took, renewDeadline)
+			}
+		})
+	}
+}

@@ -1,0 +1,88 @@
+package group
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// Annotations a member writes on its member Lease for the choice of a
+// successor: its priority (an integer) and its process's start time (RFC
+// 3339, its own wall clock).
+const (
+	PriorityAnnotation  = "leasehold.io/priority"
+	StartedAtAnnotation = "leasehold.io/started-at"
+)
+
+// infoOf reads a member Lease's MemberInfo defensively: a missing or
+// malformed annotation reads as its zero value.
+func infoOf(l *coordinationv1.Lease) MemberInfo {
+	var info MemberInfo
+	if p, err := strconv.ParseInt(l.Annotations[PriorityAnnotation], 10, 64); err == nil {
+		info.Priority = p
+	}
+	if t, err := time.Parse(time.RFC3339Nano, l.Annotations[StartedAtAnnotation]); err == nil {
+		info.StartedAt = t
+	}
+	return info
+}
+
+// Successor is the member self hands its Leases to when it leaves
+// (shutdown, or a health step-down, with handover to a successor): of the
+// live members other than self, the one with the highest priority, then
+// the newest start (so in a rolling update the newest pods, which the
+// rollout keeps, win over old ones it terminates next), then the smallest
+// identity; "" when there is none. Members that are shutting down have
+// deleted their member Leases and are not among the live ones.
+//
+// Start times come from each member's own clock: members started within a
+// clock offset of each other may be ordered either way. That costs at
+// most one more move, never safety: the successor takes the Lease through
+// its own election.
+func Successor(self string, m *Members) string {
+	if m == nil {
+		return ""
+	}
+	var best string
+	for _, id := range m.Identities {
+		if id == self {
+			continue
+		}
+		if best == "" || better(id, m.Info[id], best, m.Info[best]) {
+			best = id
+		}
+	}
+	return best
+}
+
+// better reports whether member a ranks before member b as a successor.
+func better(a string, ai MemberInfo, b string, bi MemberInfo) bool {
+	if c := cmp.Compare(ai.Priority, bi.Priority); c != 0 {
+		return c > 0
+	}
+	if c := ai.StartedAt.Compare(bi.StartedAt); c != 0 {
+		return c > 0
+	}
+	return a < b
+}
+
+// Heirs is, for a balanced group's member self that leaves, whom it hands
+// each Lease to: the member the fair share (Assign) gives it to among the
+// others, so each Lease moves once and the group stays fair. "" for a
+// Lease no one is given, and for every Lease while it is too early to
+// judge (the member Leases not listed, a Lease not observed).
+func Heirs(self string, now time.Time, members *Members, leases []LeaseState) []string {
+	heirs := make([]string, len(leases))
+	if members == nil || !members.Listed {
+		return heirs
+	}
+	view, ok := viewOf(self, now, members, leases)
+	if !ok {
+		return heirs
+	}
+	view.Members = slices.DeleteFunc(slices.Clone(view.Members), func(id string) bool { return id == self })
+	return Assign(view)
+}
