@@ -50,7 +50,7 @@ type app struct {
 }
 
 // newApp starts an app stand-in, closed at the test's end.
-func newApp(t *testing.T, name string) *app {
+func newApp(t testing.TB, name string) *app {
 	t.Helper()
 	a := &app{name: name}
 	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
@@ -110,7 +110,7 @@ func (i *instance) addr() string { return i.srv.Listener.Addr().String() }
 
 // newInstance creates a Proxy from cfg (its own registry unless set) and
 // serves it; both end at the test's end.
-func newInstance(t *testing.T, cfg Config) *instance {
+func newInstance(t testing.TB, cfg Config) *instance {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	if cfg.Registerer == nil {
@@ -141,7 +141,7 @@ func noLeader(time.Time) View { return View{} }
 
 // newClient is a keep-alive client for the test, its idle connections
 // closed at the end.
-func newClient(t *testing.T) *http.Client {
+func newClient(t testing.TB) *http.Client {
 	t.Helper()
 	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, DisableCompression: true}
 	t.Cleanup(tr.CloseIdleConnections)

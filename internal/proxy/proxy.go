@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -201,9 +202,25 @@ func New(cfg Config) (*Proxy, error) {
 		// of known length is copied through the server's buffer.
 		FlushInterval: 0,
 		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
+		// Reuse the buffers response bodies are copied through (without a
+		// pool, ReverseProxy allocates 32 KiB per request).
+		BufferPool: &bufferPool{},
 	}
 	return p, nil
 }
+
+// bufferPool is the ReverseProxy's BufferPool: 32 KiB buffers (the size
+// ReverseProxy would allocate), reused.
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.pool.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32*1024)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }
 
 // retryAfterSeconds is d rounded up to whole seconds, at least 1.
 func retryAfterSeconds(d time.Duration) int {
