@@ -48,7 +48,7 @@
 // the rejection. Rewrite is the last hook net/http gives before the
 // request is handed to the Transport: ReverseProxy has by then copied the
 // request and its headers in memory (nothing blocks, the body is not
-// read), and after it only adds the Upgrade headers and calls
+// read), and after it only fills in an empty User-Agent and calls
 // Transport.RoundTrip, which takes a kept-alive connection (or dials one)
 // and writes the request. Rewrite cannot answer the client, so a rejection
 // is answered through the Transport: Rewrite records it in the request's

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/leasehold/leasehold/internal/rule"
@@ -664,5 +665,65 @@ func TestClientGoneCancelsUpstream(t *testing.T) {
 	case <-cancelled:
 	case <-time.After(generous):
 		t.Fatal("the app's request was not cancelled")
+	}
+}
+
+// A request ReverseProxy refuses before the decision (an Upgrade naming no
+// printable protocol) is answered 400 bad_request, counted as rejected,
+// and leadership is not even asked.
+func TestRefusedBeforeTheDecision(t *testing.T) {
+	app := newApp(t, "app")
+	var calls atomic.Int64
+	in := newInstance(t, Config{Upstream: app.addr(), View: func(time.Time) View {
+		calls.Add(1)
+		return View{Leading: true, Token: 1, Term: 1}
+	}})
+	conn, err := net.DialTimeout("tcp", in.addr(), generous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(generous))
+	if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: caf\xc3\xa9\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	got := answer{status: res.StatusCode, header: res.Header, body: string(body)}
+	if got.status != http.StatusBadRequest || got.errorBody(t).Code != CodeBadRequest {
+		t.Errorf("%d %s, want 400 %s", got.status, got.body, CodeBadRequest)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("View called %d times", n)
+	}
+	if len(app.requests()) != 0 {
+		t.Error("the app received the request")
+	}
+	if n := counted(t, in.reg, "rejected", 400); n != 1 {
+		t.Errorf("requests_total{outcome=rejected, code=400} = %v, want 1", n)
+	}
+}
+
+// The metrics pass Prometheus' own lint (names, units, help).
+func TestMetricsLint(t *testing.T) {
+	in := newInstance(t, Config{Upstream: "127.0.0.1:1", View: noLeader})
+	_ = get(t, newClient(t), in.url()+"/", nil) // a series of each metric
+	families, err := in.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(families) != 2 {
+		t.Errorf("%d metric families, want 2", len(families))
+	}
+	problems, err := promlint.NewWithMetricFamilies(families).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }
