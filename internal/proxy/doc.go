@@ -1,0 +1,108 @@
+// Package proxy is leasehold's forwarding proxy: an HTTP reverse proxy,
+// built on net/http/httputil's ReverseProxy, that sends every request to
+// the app of the instance that validly leads, so that clients can call any
+// replica and only the leader's app answers.
+//
+// A Proxy (New, Config) decides per request, from one View of leadership:
+//
+//   - Leading: the request goes to the local app (Config.Upstream) with
+//     X-Leasehold-Fencing-Token (the term's fencing token, decimal) and
+//     X-Leasehold-Term (its leaseTransitions), both from that View.
+//   - Not leading, a valid leader known: the request goes to the leader's
+//     advertised address (View.LeaderAddress), which is the leader's proxy;
+//     that proxy takes its own View and sets the headers, so the token the
+//     app sees is always the leader's own. The follower marks the request
+//     with X-Leasehold-Forwarded (the loop guard; value: its Marker).
+//   - Not leading, and the request carries X-Leasehold-Forwarded: 503,
+//     code forward_loop. A request is forwarded at most once; the leader
+//     serves a request carrying the guard as any other.
+//   - Not leading, no valid leader known: 503, code no_leader.
+//
+// Every request header named X-Leasehold-* (case-insensitively, "_"
+// counting as "-", since CGI-style servers fold both into "_") is removed
+// from what the client sent: a client cannot spoof a token, and the app
+// never sees the loop guard. The proxy's own answers are JSON,
+// {"error": "...", "code": "..."}, the shape of the sidecar API's errors
+// (Code lists the codes); its 503s carry Retry-After (Config.RetryAfter,
+// in whole seconds, at least 1).
+//
+// # Never a retry
+//
+// A request is sent at most once, to one place. When the app (on the
+// leader) or the leader's proxy (on a follower) gives no answer — refused,
+// reset, closed before answering — the proxy answers 502, code
+// upstream_unavailable, and does not send it again, to the same target or
+// to another. (net/http's Transport itself re-sends a request in two
+// cases only: on a kept-alive connection that turned out closed before
+// any byte of the request was written, and, for a request without a body
+// whose method is idempotent — GET, HEAD, OPTIONS, TRACE — on a
+// kept-alive connection that broke before the answer. It never re-sends a
+// request with a body.) An answer of the app or of the leader's proxy,
+// whatever its status (a 503 of a leader that has just lost its term
+// included), is passed to the client as it is.
+//
+// # When leadership is read, and what remains
+//
+// View is called exactly once per request, in the ReverseProxy's Rewrite
+// hook, and that one View decides everything: the target, the headers, or
+// the rejection. Rewrite is the last hook net/http gives before the
+// request is handed to the Transport: ReverseProxy has by then copied the
+// request and its headers in memory (nothing blocks, the body is not
+// read), and after it only fills in an empty User-Agent and calls
+// Transport.RoundTrip, which takes a kept-alive connection (or dials one)
+// and writes the request. Rewrite cannot answer the client, so a rejection
+// is answered through the Transport: Rewrite records it in the request's
+// context, the Proxy's Transport wrapper returns it at once without
+// sending anything, and the ErrorHandler writes the 503. (Deciding in
+// ServeHTTP, before ReverseProxy runs, would read leadership earlier, by
+// the request's copy, for no gain.)
+//
+// The residual window, honestly: the View is taken before the request
+// reaches the app, not when the app acts on it. The app receives the
+// request after the connection is taken or dialled and the headers
+// written, reads a streamed body for as long as the client sends it, and
+// may act later still; the proxy does not look at leadership again, not
+// when the answer comes back either. So a request forwarded just before
+// this instance's validity ends can reach the app, and be acted on, after
+// it has ended, and (if the delay exceeds leaseDuration − renewDeadline,
+// the margin before another instance can acquire) while another instance
+// validly leads. The proxy only guarantees that the request was forwarded
+// to the app at an instant this instance validly led, with that term's
+// token. The fencing token is what protects storage: the app passes
+// X-Leasehold-Fencing-Token with its writes, and storage that refuses a
+// token smaller than the largest it has seen refuses the late request.
+//
+// # Streaming and upgrades
+//
+// Request bodies are streamed to the target as they arrive. A response of
+// unknown length (chunked) or of type text/event-stream is flushed to the
+// client after every write (ReverseProxy's detection, FlushInterval 0), so
+// SSE events and chunks arrive as the app sends them; a response of known
+// length passes through the server's buffer. A request with Upgrade (e.g.
+// WebSocket) is forwarded as any other, and once the app answers 101 the
+// two connections are joined, through both hops on a follower.
+// Hop-by-hop headers and X-Forwarded-* are ReverseProxy's Rewrite
+// handling: hop-by-hop headers are dropped; X-Forwarded-For gets the
+// address the request came from appended to the inbound list; X-Forwarded-
+// Host and -Proto are passed on when the request has them, else set (the
+// Host, "http"). The client's Host header is kept, through both hops.
+//
+// # Metrics
+//
+// leasehold_proxy_requests_total{outcome, code}: outcome is local (sent to
+// the app beside this leader), forwarded (sent to the leader's proxy) or
+// rejected (answered by the proxy itself: 503, or 400 when ReverseProxy
+// refused the request); code is the HTTP status answered (the app's, the
+// leader's proxy's, or the proxy's own 502 or 503).
+// leasehold_proxy_request_duration_seconds{outcome} is the time from a
+// request's arrival until its answer's status was known (not including a
+// streamed body). A request counts once its status is known; an upgraded
+// connection counts when it ends.
+//
+// # Goroutines
+//
+// The package starts none of its own. net/http's server, Transport and
+// ReverseProxy start theirs per connection (and two per upgraded
+// connection), and end them with it; the idle kept-alive connections of the
+// Transport end after its idle timeout, or at CloseIdleConnections.
+package proxy

@@ -1,0 +1,42 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/leasehold/leasehold/pkg/api"
+)
+
+// Code is the machine-readable code of an answer the proxy gives itself,
+// in the body {"error": "...", "code": "..."}, the shape of the sidecar
+// API's errors (api.Error). A code is never renamed or given another
+// meaning.
+type Code = api.ErrorCode
+
+// The codes of the proxy's own answers.
+const (
+	// CodeNoLeader (503, Retry-After): this instance does not lead and
+	// knows no valid leader to forward to.
+	CodeNoLeader Code = "no_leader"
+	// CodeForwardLoop (503, Retry-After): this instance does not lead and
+	// the request was already forwarded once by another instance's proxy
+	// (HeaderForwarded); it is not forwarded a second time.
+	CodeForwardLoop Code = "forward_loop"
+	// CodeUpstreamUnavailable (502): the local app (on the leader), or the
+	// leader's proxy (on a follower), gave no answer: refused, reset,
+	// closed before answering. The request is not sent again, to anyone.
+	CodeUpstreamUnavailable Code = "upstream_unavailable"
+	// CodeBadRequest (400): net/http's ReverseProxy refused the request
+	// before it could be forwarded (an Upgrade header naming no printable
+	// protocol).
+	CodeBadRequest Code = "bad_request"
+)
+
+// writeError answers status with {"error": msg, "code": code}, as the
+// sidecar API's errors are written (internal/httpapi's writeError; the
+// caller sets Retry-After on a 503).
+func writeError(w http.ResponseWriter, status int, code Code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(api.Error{Message: msg, Code: code}) // a write error means the client left
+}

@@ -1,0 +1,454 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
+	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/rule"
+)
+
+// The headers the proxy sets. Every request header whose name starts with
+// X-Leasehold- (compared case-insensitively, "_" counting as "-") is
+// removed from what the client sent before the proxy sets its own.
+const (
+	// HeaderFencingToken carries, on requests forwarded to the local app,
+	// the token of the term this instance validly led when the request was
+	// forwarded, in decimal.
+	HeaderFencingToken = "X-Leasehold-Fencing-Token"
+	// HeaderTerm carries, beside HeaderFencingToken, that term's number
+	// (the Lease's leaseTransitions): for people, not a token.
+	HeaderTerm = "X-Leasehold-Term"
+	// HeaderForwarded is the loop guard: a follower sets it on the requests
+	// it forwards to the leader's proxy, with its own marker as the value.
+	// A proxy that is not the valid leader answers such a request with 503
+	// (CodeForwardLoop) instead of forwarding it again.
+	HeaderForwarded = "X-Leasehold-Forwarded"
+)
+
+// reservedPrefix is the lower-case prefix of the headers only the proxy
+// sets.
+const reservedPrefix = "x-leasehold-"
+
+// View is what the proxy knows about leadership at one instant.
+type View struct {
+	// Leading is true when this instance validly leads at the instant asked
+	// (already checked against validity).
+	Leading bool
+	// Token is this instance's fencing token while Leading. A View that is
+	// Leading carries a non-zero Token.
+	Token fence.Token
+	// Term is the term's leaseTransitions, while Leading.
+	Term int32
+	// LeaderAddress is the host:port of the current valid leader's proxy,
+	// "" when unknown or when no instance validly leads. It is used only
+	// when not Leading.
+	LeaderAddress string
+}
+
+// Config configures a Proxy.
+type Config struct {
+	// Upstream is the host:port of the local app (e.g. 127.0.0.1:8080),
+	// reached over plain HTTP.
+	Upstream string
+	// View tells whether this instance leads at now. The proxy calls it
+	// exactly once per request, at the moment of forwarding (the package
+	// doc says exactly when), from the request's goroutine; it must be
+	// safe for concurrent use and must not block.
+	View func(now time.Time) View
+	// Clock gives the now passed to View and times the requests for the
+	// metrics; nil is the real clock.
+	Clock clock.PassiveClock
+	// Registerer gets the proxy's metrics; nil: not registered.
+	Registerer prometheus.Registerer
+	// Logger gets the proxy's errors; nil discards them.
+	Logger *slog.Logger
+	// RetryAfter is the Retry-After of the 503 answers, rounded up to whole
+	// seconds, at least 1 (so 0 means 1 s).
+	RetryAfter time.Duration
+	// Transport sends the forwarded requests, to the app and to the
+	// leader's proxy; nil is the default (DefaultTransport).
+	Transport http.RoundTripper
+}
+
+// component prefixes the messages of New's errors.
+const component = "proxy"
+
+// validate checks c: Upstream is a host:port with a host and a port, View
+// is set, RetryAfter is not negative.
+func (c *Config) validate() error {
+	upstream := rule.Field{Name: "Upstream", Label: "upstream", Value: c.Upstream}
+	if c.Upstream == "" {
+		return rule.Errorf(component, "%s is required", upstream)
+	}
+	host, port, err := net.SplitHostPort(c.Upstream)
+	switch {
+	case err != nil:
+		return rule.Errorf(component, "%s must be host:port, e.g. 127.0.0.1:8080", upstream)
+	case host == "":
+		return rule.Errorf(component, "%s has no host", upstream)
+	case port == "":
+		return rule.Errorf(component, "%s has no port", upstream)
+	case c.View == nil:
+		return rule.Errorf(component, "%s is required", rule.Field{Name: "View", Label: "view", Value: nil})
+	case c.RetryAfter < 0:
+		return rule.Errorf(component, "%s must not be negative", rule.Field{Name: "RetryAfter", Label: "retryAfter", Value: c.RetryAfter})
+	}
+	return nil
+}
+
+// DefaultTransport returns the Transport a Proxy uses when Config.Transport
+// is nil: HTTP/1.1 with keep-alives, tuned for an app on loopback and
+// peers in the same cluster. Each call returns a new Transport.
+//
+//   - No proxy: HTTP_PROXY and friends, meant for the app's own outbound
+//     traffic, never carry the app's inbound requests.
+//   - Up to 64 idle connections per host (net/http's default is 2, which
+//     makes a busy proxy open and close a connection per request).
+//   - An idle connection is closed after 1 s, before the idle timeouts of
+//     common app servers (gunicorn 2 s, Node.js and uvicorn 5 s) end it
+//     from the other side: a request written onto a connection the app is
+//     closing fails, and a request with a body is never sent again (502).
+//   - Connecting times out after 5 s (a leader's address that no longer
+//     answers); there is no timeout on the answer, so long polls, SSE and
+//     upgraded connections last as long as the app keeps them.
+//   - No compression is asked for on the client's behalf: bodies pass
+//     through as the app sends them.
+func DefaultTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: nil,
+		DialContext: (&net.Dialer{
+			Timeout:   5 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// Proxy is the forwarding proxy: an http.Handler. Create it with New. It is
+// safe for concurrent use and starts no goroutine of its own (net/http's
+// Transport and ReverseProxy start theirs per connection, and end them
+// with the connection; CloseIdleConnections ends the idle ones).
+type Proxy struct {
+	upstream   *url.URL
+	view       func(time.Time) View
+	clock      clock.PassiveClock
+	log        *slog.Logger
+	metrics    *metrics
+	retryAfter string // the header's value
+	marker     string // this proxy's value of HeaderForwarded
+	base       http.RoundTripper
+	rp         *httputil.ReverseProxy
+}
+
+// New checks cfg and returns a Proxy. Its errors name the Config field at
+// fault (a *rule.Error), or say that registering the metrics failed.
+func New(cfg Config) (*Proxy, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
+	p := &Proxy{
+		upstream:   &url.URL{Scheme: "http", Host: cfg.Upstream},
+		view:       cfg.View,
+		clock:      cfg.Clock,
+		log:        cfg.Logger,
+		retryAfter: strconv.Itoa(retryAfterSeconds(cfg.RetryAfter)),
+		marker:     hex.EncodeToString(id[:]),
+		base:       cfg.Transport,
+	}
+	if p.clock == nil {
+		p.clock = clock.RealClock{}
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.log = p.log.With("upstream", cfg.Upstream)
+	if p.base == nil {
+		p.base = DefaultTransport()
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	p.metrics = m
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      guard{p.base},
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.errorHandler,
+		// FlushInterval 0: a response is flushed to the client after each
+		// write when it is an event stream (text/event-stream) or of
+		// unknown length (chunked), as ReverseProxy decides; a response
+		// of known length is copied through the server's buffer.
+		FlushInterval: 0,
+		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
+		// Reuse the buffers response bodies are copied through (without a
+		// pool, ReverseProxy allocates 32 KiB per request).
+		BufferPool: &bufferPool{},
+	}
+	return p, nil
+}
+
+// bufferPool is the ReverseProxy's BufferPool: 32 KiB buffers (the size
+// ReverseProxy would allocate), reused.
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.pool.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32*1024)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }
+
+// retryAfterSeconds is d rounded up to whole seconds, at least 1.
+func retryAfterSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+// Marker is this proxy's value of HeaderForwarded on the requests it
+// forwards to the leader's proxy: random, made by New.
+func (p *Proxy) Marker() string { return p.marker }
+
+// CloseIdleConnections closes the transport's idle kept-alive connections
+// (those of Config.Transport if it has such a method), ending their
+// goroutines. Call it once the server serving the Proxy has shut down.
+func (p *Proxy) CloseIdleConnections() {
+	if c, ok := p.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// outcome is what the proxy did with a request: the metrics' label.
+type outcome string
+
+const (
+	local     outcome = "local"     // forwarded to the app beside this leader
+	forwarded outcome = "forwarded" // forwarded to the leader's proxy
+	rejected  outcome = "rejected"  // answered by the proxy itself, not forwarded
+)
+
+// exchange is one request's state, shared by ServeHTTP and the
+// ReverseProxy's hooks through the request's context. All of them run on
+// the request's goroutine (a Transport's goroutines never see it), so it
+// needs no lock.
+type exchange struct {
+	start    time.Time
+	outcome  outcome
+	target   string     // host:port forwarded to
+	reject   *rejection // set by rewrite when the request must not be forwarded
+	code     int        // the status answered, once known
+	took     time.Duration
+	recorded bool // the metrics have counted it
+}
+
+type exchangeKey struct{}
+
+func exchangeOf(ctx context.Context) *exchange {
+	x, _ := ctx.Value(exchangeKey{}).(*exchange)
+	return x
+}
+
+// ServeHTTP forwards r to the local app when this instance leads, to the
+// leader's proxy when another does, and otherwise answers 503 itself.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{start: p.clock.Now()}
+	defer func() {
+		// An upgraded connection is counted when it ends, with the time
+		// its 101 took; every other answer was counted when its status
+		// was known.
+		if !x.recorded && x.code != 0 {
+			p.record(x, x.code, x.took)
+		}
+	}()
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x)))
+}
+
+// rewrite is the ReverseProxy's Rewrite hook: the decision, taken from one
+// View read now, at the last point before the request is handed to the
+// transport (see the package doc).
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	x := exchangeOf(pr.Out.Context())
+	in, out := pr.In, pr.Out
+	_, looped := in.Header[HeaderForwarded]
+	stripReserved(out.Header)
+
+	v := p.view(p.clock.Now())
+	switch {
+	case v.Leading:
+		x.outcome, x.target = local, p.upstream.Host
+		pr.SetURL(p.upstream)
+		out.Header.Set(HeaderFencingToken, v.Token.String())
+		out.Header.Set(HeaderTerm, strconv.FormatInt(int64(v.Term), 10))
+	case looped:
+		x.outcome = rejected
+		x.reject = &rejection{status: http.StatusServiceUnavailable, code: CodeForwardLoop,
+			msg: fmt.Sprintf("this instance is not the leader and the request was already forwarded once (%s: %s); leadership is changing, try again",
+				HeaderForwarded, in.Header.Get(HeaderForwarded))}
+		return
+	case v.LeaderAddress == "":
+		x.outcome = rejected
+		x.reject = &rejection{status: http.StatusServiceUnavailable, code: CodeNoLeader,
+			msg: "no instance validly leads now, or its address is not known yet; try again"}
+		return
+	default:
+		x.outcome, x.target = forwarded, v.LeaderAddress
+		pr.SetURL(&url.URL{Scheme: "http", Host: v.LeaderAddress})
+		out.Header.Set(HeaderForwarded, p.marker)
+	}
+	// The client's Host, as NewSingleHostReverseProxy keeps it, so that the
+	// app sees the name it was called by, also through the leader's proxy.
+	out.Host = in.Host
+	// X-Forwarded-For lists every hop: the inbound list, then the address
+	// the request came from. X-Forwarded-Host and -Proto are passed on when
+	// the request has them (a follower's proxy or an ingress set them), and
+	// otherwise are In's Host and "http".
+	host, proto := in.Header.Get("X-Forwarded-Host"), in.Header.Get("X-Forwarded-Proto")
+	if prior := in.Header["X-Forwarded-For"]; len(prior) > 0 {
+		out.Header["X-Forwarded-For"] = prior
+	}
+	pr.SetXForwarded()
+	if host != "" {
+		out.Header.Set("X-Forwarded-Host", host)
+	}
+	if proto != "" {
+		out.Header.Set("X-Forwarded-Proto", proto)
+	}
+}
+
+// stripReserved removes the headers named X-Leasehold-* (case-insensitive,
+// "_" counting as "-", since CGI-style servers fold both into "_").
+func stripReserved(h http.Header) {
+	for k := range h {
+		if len(k) < len(reservedPrefix) {
+			continue
+		}
+		reserved := true
+		for i := range len(reservedPrefix) {
+			c := k[i] | 0x20 // lower case for letters; '-' and '_' stay apart
+			if k[i] == '_' {
+				c = '-'
+			}
+			if c != reservedPrefix[i] {
+				reserved = false
+				break
+			}
+		}
+		if reserved {
+			delete(h, k)
+		}
+	}
+}
+
+// rejection is a request the proxy answers itself: the error guard's
+// RoundTrip returns, and errorHandler answers.
+type rejection struct {
+	status int
+	code   Code
+	msg    string
+}
+
+func (r *rejection) Error() string { return r.msg }
+
+// guard is the ReverseProxy's Transport: it hands a request on to the real
+// transport unless rewrite rejected it, in which case it returns the
+// rejection at once: nothing is sent anywhere.
+type guard struct{ base http.RoundTripper }
+
+func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if x := exchangeOf(req.Context()); x != nil && x.reject != nil {
+		if req.Body != nil {
+			_ = req.Body.Close() // RoundTrip's contract (ReverseProxy's body ignores it)
+		}
+		return nil, x.reject
+	}
+	return g.base.RoundTrip(req)
+}
+
+// modifyResponse counts a response once its status is known (a 101 once
+// the upgraded connection ends, or fails to start).
+func (p *Proxy) modifyResponse(res *http.Response) error {
+	x := exchangeOf(res.Request.Context())
+	if x == nil {
+		return nil
+	}
+	took := p.clock.Since(x.start)
+	if res.StatusCode == http.StatusSwitchingProtocols {
+		x.code, x.took = res.StatusCode, took
+		return nil
+	}
+	p.record(x, res.StatusCode, took)
+	return nil
+}
+
+// errorHandler answers a request that was not forwarded: 503 for a
+// rejection, 502 when the app or the leader's proxy gave no answer (or an
+// upgrade could not be completed), and never sends the request again.
+func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	x := exchangeOf(r.Context())
+	var rej *rejection
+	switch {
+	case errors.As(err, &rej):
+		p.log.Debug("proxy: request rejected", "code", rej.code, "method", r.Method, "path", r.URL.Path)
+	case x == nil || x.outcome == "":
+		// ReverseProxy refused the request before the decision (an Upgrade
+		// header naming no printable protocol).
+		rej = &rejection{status: http.StatusBadRequest, code: CodeBadRequest, msg: err.Error()}
+		if x != nil {
+			x.outcome = rejected
+		}
+	default:
+		what := "the app at " + x.target
+		if x.outcome == forwarded {
+			what = "the leader's proxy at " + x.target
+		}
+		rej = &rejection{status: http.StatusBadGateway, code: CodeUpstreamUnavailable,
+			msg: what + " gave no answer: " + err.Error() + " (the request is not sent again)"}
+		if r.Context().Err() != nil {
+			p.log.Debug("proxy: client went away", "outcome", x.outcome, "target", x.target, "err", err)
+		} else {
+			p.log.Warn("proxy: upstream gave no answer", "outcome", x.outcome, "target", x.target, "err", err)
+		}
+	}
+	if x != nil {
+		x.code = rej.status
+		if !x.recorded {
+			p.record(x, rej.status, p.clock.Since(x.start))
+		}
+	}
+	if rej.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", p.retryAfter)
+	}
+	writeError(w, rej.status, rej.code, rej.msg)
+}
+
+// record counts x once, answered with code after took.
+func (p *Proxy) record(x *exchange, code int, took time.Duration) {
+	x.recorded = true
+	o := x.outcome
+	if o == "" {
+		o = rejected
+	}
+	p.metrics.observe(o, code, took)
+}
