@@ -71,12 +71,23 @@ func serve(cfg config.Config, log *slog.Logger) error {
 		apiListener.Close()
 		return fmt.Errorf("LEASEHOLD_OPS_ADDR: %w", err)
 	}
+	var proxyListener net.Listener
+	if cfg.ProxyAddr != "" {
+		if proxyListener, err = net.Listen("tcp", cfg.ProxyAddr); err != nil {
+			apiListener.Close()
+			opsListener.Close()
+			return fmt.Errorf("LEASEHOLD_PROXY_ADDR: %w", err)
+		}
+	}
 	sc, err := newSidecar(cfg, sidecarDeps{
-		rest: restConfig, api: apiListener, ops: opsListener, registry: registry, log: log,
+		rest: restConfig, api: apiListener, ops: opsListener, proxy: proxyListener, registry: registry, log: log,
 	})
 	if err != nil {
 		apiListener.Close()
 		opsListener.Close()
+		if proxyListener != nil {
+			proxyListener.Close()
+		}
 		return err
 	}
 	signals, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

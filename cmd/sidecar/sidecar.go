@@ -18,6 +18,7 @@ import (
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/podlabel"
+	"github.com/leasehold/leasehold/internal/proxy"
 )
 
 // httpShutdownTimeout bounds how long open requests may take to finish once
@@ -32,8 +33,9 @@ type sidecarDeps struct {
 	// group's steady rate, requests counted).
 	rest *rest.Config
 	// api and ops are the bound listeners of LEASEHOLD_API_ADDR and
-	// LEASEHOLD_OPS_ADDR; Run closes them.
-	api, ops net.Listener
+	// LEASEHOLD_OPS_ADDR, and proxy LEASEHOLD_PROXY_ADDR's (nil without the
+	// forwarding proxy); Run closes them.
+	api, ops, proxy net.Listener
 	// registry serves /metrics; the sidecar registers its leasehold_*
 	// series in it, labelled with its Lease or group and namespace.
 	registry *prometheus.Registry
@@ -63,6 +65,7 @@ type sidecar struct {
 	prober   *apphealth.Prober // nil without health-gated candidacy
 	labeler  *podlabel.Labeler // nil without the leader label
 	api      *httpapi.Server
+	proxy    *proxy.Proxy // nil without the forwarding proxy
 	servers  []server
 
 	// stepped, when not nil, is called after each step of the shutdown
@@ -126,6 +129,12 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 		{"api", httpapi.NewHTTPServer(s.api.APIHandler()), d.api},
 		{"ops", httpapi.NewHTTPServer(withPprof(s.api.OpsHandler(), cfg.Pprof)), d.ops},
 	}
+	if cfg.ProxyAddr != "" {
+		if s.proxy, err = newProxy(cfg, elected.elector, d.clock, leasehold, d.log); err != nil {
+			return nil, err
+		}
+		s.servers = append(s.servers, server{"proxy", newProxyServer(s.proxy), d.proxy})
+	}
 	return s, nil
 }
 
@@ -138,7 +147,10 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 // that, takes the leader label off this Pod; then blocking requests end,
 // and those that would still block are answered 503 with Retry-After, so
 // clients back off instead of polling in a loop; then the servers close.
-// Run closes the listeners; call it once.
+// The forwarding proxy, when on, serves throughout: once the election has
+// stopped it forwards to the new leader (or answers 503), and in-flight
+// requests finish as the servers close. Run closes the listeners; call it
+// once.
 func (s *sidecar) Run(ctx context.Context) error {
 	type job struct {
 		name string
@@ -198,6 +210,9 @@ func (s *sidecar) Run(ctx context.Context) error {
 	defer cancel()
 	for _, srv := range s.servers {
 		failure = errors.Join(failure, srv.server.Shutdown(shutdownCtx))
+	}
+	if s.proxy != nil {
+		s.proxy.CloseIdleConnections()
 	}
 	step(stepServers)
 	if failure == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/rule"
 )
 
@@ -126,6 +127,13 @@ type Config struct {
 	// leasehold.io/leader-address, and every instance reports the valid
 	// leader's as leaderAddress.
 	AdvertiseAddress string
+
+	// ProxyAddr is where the forwarding proxy listens (LEASEHOLD_PROXY_ADDR,
+	// host:port; off when empty), and ProxyUpstream the local app it
+	// forwards to while this instance leads (LEASEHOLD_PROXY_UPSTREAM,
+	// host:port). A follower forwards to the leader's advertised address,
+	// which is its proxy's.
+	ProxyAddr, ProxyUpstream string
 }
 
 // spec is what envconfig fills in. Field names map to variable names through
@@ -160,6 +168,8 @@ type spec struct {
 	AdvertiseAddress          string `split_words:"true"`
 	Handover                  string `default:"any"`
 	Priority                  *int64 // nil when unset
+	ProxyAddr                 string `split_words:"true"`
+	ProxyUpstream             string `split_words:"true"`
 }
 
 // Full variable names, as they appear in errors.
@@ -191,6 +201,8 @@ const (
 	varAdvertiseAddress = Prefix + "_ADVERTISE_ADDRESS"
 	varHandover         = Prefix + "_HANDOVER"
 	varPriority         = Prefix + "_PRIORITY"
+	varProxyAddr        = Prefix + "_PROXY_ADDR"
+	varProxyUpstream    = Prefix + "_PROXY_UPSTREAM"
 )
 
 // Error is a configuration error: the variable Var breaks Rule. Every error
@@ -361,6 +373,13 @@ func Load() (Config, error) {
 //     name, so it must be a label value that makes valid member Lease names
 //     (group.Config.Validate, reported on LEASEHOLD_LEASE_NAME). (Checked
 //     after rule 1; the name with rule 4.)
+//  12. LEASEHOLD_PROXY_ADDR and LEASEHOLD_PROXY_UPSTREAM are set together
+//     or not at all; the first is a listen address (as rule 5), the second
+//     host:port with a host and a port from 1 to 65535; the proxy needs
+//     LEASEHOLD_ADVERTISE_ADDRESS (the followers forward to the leader's
+//     advertised address, which must be its proxy's), serves one Lease
+//     (an error with a group), and an observer cannot serve it (it never
+//     leads). (Checked after rule 8.)
 func (l Loader) Load() (Config, error) {
 	var s spec
 	if err := envconfig.Process(Prefix, &s); err != nil {
@@ -380,6 +399,8 @@ func (l Loader) Load() (Config, error) {
 		ReleaseOnShutdown: s.ReleaseOnShutdown,
 		Pprof:             s.Pprof,
 		AdvertiseAddress:  s.AdvertiseAddress,
+		ProxyAddr:         s.ProxyAddr,
+		ProxyUpstream:     s.ProxyUpstream,
 	}
 
 	// 1 and 10. The Leases.
@@ -449,6 +470,11 @@ func (l Loader) Load() (Config, error) {
 	}
 	if c.Grouped() && s.PodLabel != "" {
 		return Config{}, errorf(varPodLabel, "set with a lease group (%s): the leader label marks the leader of one Lease; unset it", groupVars(s))
+	}
+
+	// 12. The forwarding proxy.
+	if err := c.validateProxy(); err != nil {
+		return Config{}, err
 	}
 
 	// 9. Pod label.
@@ -561,4 +587,39 @@ func checkAddr(variable, addr string) error {
 		return errorf(variable, "host %q in %q is neither an IP address nor a valid host name", host, addr)
 	}
 	return nil
+}
+
+// validateProxy checks rule 12.
+func (c Config) validateProxy() error {
+	switch {
+	case c.ProxyAddr == "" && c.ProxyUpstream == "":
+		return nil
+	case c.ProxyAddr == "":
+		return errorf(varProxyUpstream, "set without %s: set both to run the forwarding proxy, or neither", varProxyAddr)
+	case c.ProxyUpstream == "":
+		return errorf(varProxyAddr, "set without %s (the local app to forward to): set both, or neither", varProxyUpstream)
+	}
+	if err := checkAddr(varProxyAddr, c.ProxyAddr); err != nil {
+		return err
+	}
+	if err := decide.ValidateAddress(c.ProxyUpstream); err != nil {
+		return errorf(varProxyUpstream, "%q %v", c.ProxyUpstream, err)
+	}
+	switch {
+	case c.AdvertiseAddress == "":
+		return errorf(varProxyAddr, "set without %s: followers forward to the leader's advertised address, so set it to this Pod's address and the proxy's port", varAdvertiseAddress)
+	case c.Grouped():
+		return errorf(varProxyAddr, "set with a lease group (%s): the proxy forwards to the leader of one Lease", varGroupish(c))
+	case !c.Candidate:
+		return errorf(varProxyAddr, "set with %s=false: an observer never leads, so it would only forward; run the proxy beside a candidate", varCandidate)
+	}
+	return nil
+}
+
+// varGroupish names the variable that made a group.
+func varGroupish(c Config) string {
+	if c.LeaseName != "" {
+		return varShards
+	}
+	return varLeases
 }

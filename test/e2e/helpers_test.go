@@ -156,10 +156,19 @@ func (e *env) start(name string) *member {
 // health (LEASEHOLD_APP_HEALTH_* for this member only); nil app is start.
 func (e *env) startWith(name string, app *fakeApp) *member {
 	e.t.Helper()
-	cfg := e.cfg
+	var extra []string
 	if app != nil {
-		cfg.Env = append(slices.Clone(e.cfg.Env), app.env()...)
+		extra = app.env()
 	}
+	return e.startEnv(name, app, extra...)
+}
+
+// startEnv is startWith with extra LEASEHOLD_* settings for this member
+// only.
+func (e *env) startEnv(name string, app *fakeApp, extra ...string) *member {
+	e.t.Helper()
+	cfg := e.cfg
+	cfg.Env = append(slices.Clone(e.cfg.Env), extra...)
 	inst, err := cfg.Start(e.ctx, name, true)
 	if err != nil {
 		e.t.Fatalf("%v; log tail:\n%s", err, kubetest.LogTail(filepath.Join(cfg.Dir, name+".log"), 20))
