@@ -272,4 +272,3 @@ func (e *env) awaitMembers(n int) {
 		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
 	}
 }
-
