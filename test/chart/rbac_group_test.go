@@ -21,9 +21,9 @@ import (
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
-// modeVars are the sidecar's settings of a lease group and of observer
-// mode, as the chart renders them.
-var modeVars = []string{"LEASEHOLD_LEASES", "LEASEHOLD_SHARDS", "LEASEHOLD_GROUP", "LEASEHOLD_BALANCE", "LEASEHOLD_CANDIDATE"}
+// modeVars are the sidecar's settings of a lease group, of observer mode
+// and of handover, as the chart renders them.
+var modeVars = []string{"LEASEHOLD_LEASES", "LEASEHOLD_SHARDS", "LEASEHOLD_GROUP", "LEASEHOLD_BALANCE", "LEASEHOLD_CANDIDATE", "LEASEHOLD_HANDOVER", "LEASEHOLD_PRIORITY"}
 
 // chartSetup is a sidecar configured exactly as the chart configures it,
 // and the chart's Role.
@@ -543,4 +543,38 @@ func watchers(s chartSetup) float64 {
 		n++
 	}
 	return float64(2 * n)
+}
+
+// With handover: successor on one Lease, the real sidecars, with the
+// credentials of a user bound to nothing but the chart's rendered Role,
+// keep member Leases under the Lease's name, and on the leader's SIGTERM
+// the newest member leads: the handover went to it. No request is ever
+// forbidden.
+func TestChartHandoverRoleHandsToTheNewest(t *testing.T) {
+	kubetest.Require(t, cluster)
+	t.Parallel()
+	ns := newNamespace(t, "handover")
+	s := chartSidecar(t, ns, "--set", "handover=successor")
+	if !slices.Contains(s.env, "LEASEHOLD_HANDOVER=successor") || len(s.leases) != 1 {
+		t.Fatalf("env %v, leases %v: want one Lease handed to a successor", s.env, s.leases)
+	}
+	f := s.fleet(t, ns, s.role)
+	a := start(t, f, "a")
+	eventually(t, 30*time.Second, "a leads", func() bool { return len(heldBy(t, a)) == 1 })
+	b := start(t, f, "b")
+	c := start(t, f, "c")
+	for _, inst := range []*fleet.Instance{a, b, c} {
+		eventually(t, 30*time.Second, inst.Name+" sees 3 members", func() bool {
+			return metric(t, inst, "leasehold_members", nil) == 3
+		})
+	}
+	if got := members(t, ns, s.lease); len(got) != 3 {
+		t.Errorf("member Leases %v under %s, want 3", got, s.lease)
+	}
+	stopGracefully(t, a)
+	eventually(t, 30*time.Second, "c (the newest) leads", func() bool { return len(heldBy(t, c)) == 1 })
+	if len(heldBy(t, b)) != 0 {
+		t.Error("b leads too")
+	}
+	noForbiddenInLogs(t, a, b, c)
 }

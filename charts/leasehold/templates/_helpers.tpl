@@ -97,6 +97,31 @@ shards), else empty.
 {{- end }}
 
 {{/*
+leasehold.membership: "true" when the sidecar keeps a member Lease (a lease
+group, or handover: successor), else empty.
+*/}}
+{{- define "leasehold.membership" -}}
+{{- if or (include "leasehold.grouped" .) (eq .Values.handover "successor") }}true{{ end }}
+{{- end }}
+
+{{/*
+leasehold.memberGroup: the name the members are grouped under
+(leasehold.io/member-of): the group's, or with handover: successor on a
+single Lease, the Lease's.
+*/}}
+{{- define "leasehold.memberGroup" -}}
+{{- if include "leasehold.grouped" . }}{{ include "leasehold.group" . }}{{ else }}{{ include "leasehold.leaseName" . }}{{ end }}
+{{- end }}
+
+{{/*
+leasehold.advertisedPort: the port this replica advertises (the proxy's
+when it is on, else leaderAddress.port), 0 for none.
+*/}}
+{{- define "leasehold.advertisedPort" -}}
+{{- if .Values.proxy.enabled }}{{ .Values.proxy.port }}{{ else }}{{ .Values.leaderAddress.port | default 0 }}{{ end }}
+{{- end }}
+
+{{/*
 leasehold.group: the lease group's name (LEASEHOLD_GROUP): group, else the
 full name. Used only when a group is configured.
 */}}
@@ -162,6 +187,24 @@ configuration).
 {{- fail "podLabel.enabled with a lease group (leases or shards): the leader label marks the leader of one Lease; turn one of them off" }}
 {{- end }}
 {{- end }}
+{{- if and (ne .Values.handover "successor") (ne (int .Values.priority) 0) }}
+{{- fail (printf "priority=%v has no effect without handover=successor" .Values.priority) }}
+{{- end }}
+{{- if and (eq .Values.handover "successor") (not .Values.candidate) }}
+{{- fail "handover=successor with candidate=false: an observer holds nothing to hand over; unset one" }}
+{{- end }}
+{{- if and .Values.proxy.enabled $grouped }}
+{{- fail "proxy.enabled with a lease group (leases or shards): the proxy forwards to the leader of one Lease; turn one of them off" }}
+{{- end }}
+{{- if and .Values.proxy.enabled (not .Values.candidate) }}
+{{- fail "proxy.enabled with candidate=false: an observer never leads; run the proxy beside a candidate" }}
+{{- end }}
+{{- if and (eq .Values.handover "successor") (not $grouped) }}
+{{- $lease := include "leasehold.leaseName" . }}
+{{- if or (gt (len $lease) 63) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $lease)) }}
+{{- fail (printf "handover=successor groups the members under the Lease's name %q, which must be a label value that makes valid member Lease names: at most 63 characters; shorten leaseName" $lease) }}
+{{- end }}
+{{- end }}
 {{- if and (not .Values.candidate) .Values.appHealth.url }}
 {{- fail (printf "candidate=false (an observer, which never campaigns) together with appHealth.url=%q (health-gated candidacy): unset one" .Values.appHealth.url) }}
 {{- end }}
@@ -203,6 +246,29 @@ POD_NAMESPACE, the namespace the Role is in.
     fieldRef:
       fieldPath: metadata.namespace
 {{- include "leasehold.validate" . }}
+{{- $advertised := include "leasehold.advertisedPort" . | int }}
+{{- if $advertised }}
+- name: POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
+- name: LEASEHOLD_ADVERTISE_ADDRESS
+  value: {{ printf "$(POD_IP):%d" $advertised | quote }}
+{{- end }}
+{{- if .Values.proxy.enabled }}
+- name: LEASEHOLD_PROXY_ADDR
+  value: {{ printf ":%v" .Values.proxy.port | quote }}
+- name: LEASEHOLD_PROXY_UPSTREAM
+  value: {{ .Values.proxy.upstream | quote }}
+{{- end }}
+{{- if eq .Values.handover "successor" }}
+- name: LEASEHOLD_HANDOVER
+  value: "successor"
+{{- if .Values.priority }}
+- name: LEASEHOLD_PRIORITY
+  value: {{ printf "%d" (int .Values.priority) | quote }}
+{{- end }}
+{{- end }}
 {{- if .Values.leases }}
 - name: LEASEHOLD_LEASES
   value: {{ include "leasehold.leaseNames" . | quote }}
@@ -290,6 +356,11 @@ put it under containers (see README.md for the shutdown caveat).
     - name: leasehold-ops
       containerPort: {{ .Values.ports.ops }}
       protocol: TCP
+    {{- if .Values.proxy.enabled }}
+    - name: leasehold-proxy
+      containerPort: {{ .Values.proxy.port }}
+      protocol: TCP
+    {{- end }}
   startupProbe:
     httpGet:
       path: /readyz

@@ -56,14 +56,9 @@
 //     the term is refused, the record released and the attempt backed off.
 //     A read or write answer older than what was seen before it was sent is
 //     taken as such a rollback, so a leader still steps down on it.
-//   - Release never erases a successor: it is an Update conditioned on the
-//     resourceVersion of a record that shows this instance as holder,
-//     signed with ReleasedByAnnotation. That record is the latest known one
-//     when nothing suggests it is out of date (no write's outcome unknown,
-//     no read due), else a fresh read; a release that conflicts reads
-//     before it tries again. Any write since the record was read makes
-//     the Update fail, so which record it is changes only the round trips,
-//     never what can be erased. A release ends the term first; with holds on the
+//   - Release never erases a successor: it is an Update conditioned on a
+//     fresh read that shows this instance as holder, signed with
+//     ReleasedByAnnotation. A release ends the term first; with holds on the
 //     term (a `leasehold run` command still running), it waits for them to
 //     end, at most until the term's validity ends.
 //

@@ -25,13 +25,13 @@ type releasing struct {
 	// the Lease (on Stop: the cache names someone else, and no acquire's
 	// outcome is unknown).
 	onlyIfMine bool
-	to         string                // the successor the release is handed to; "" for anyone
-	attempts   int                   // release writes that conflicted; after one, the release reads first
-	target     *coordinationv1.Lease // a record naming this instance: the release is conditioned on it
+	to         string // the successor the release is handed to; "" for anyone
+	attempts   int
+	target     *coordinationv1.Lease // a fresh read naming this instance: the release is conditioned on it
 }
 
 // leave ends the term, if any (reports say so before anything is written),
-// and releases the Lease if this instance holds it (see planRelease),
+// and releases the Lease if a fresh read shows this instance holds it,
 // handed to successor to when set; the caller id is answered when done. A
 // release already under way goes on as it was asked.
 func (m *Machine) leave(now time.Time, reason string, id uint64, to string) {
@@ -76,13 +76,6 @@ func (m *Machine) planRelease(now time.Time) {
 		m.send(now, ReleaseSend)
 	case r.onlyIfMine && !m.namesMe() && !m.uncertain:
 		m.finishRelease(false, nil)
-	case r.attempts == 0 && m.namesMe() && !m.uncertain && !m.needRead:
-		// The latest known record names this instance and nothing suggests
-		// it is out of date: release it without a read. The Update is
-		// conditioned on that record's resourceVersion, so if anyone wrote
-		// since, it conflicts and the release reads before trying again.
-		r.target = m.lease
-		m.send(now, ReleaseSend)
 	default:
 		m.send(now, ReleaseRead)
 	}

@@ -104,7 +104,7 @@ func (m *Machine) advertise(desired *coordinationv1.Lease) {
 	desired.Annotations[LeaderAddressOfAnnotation] = m.cfg.Identity
 }
 
-// releaseOf is the signed release of current, a record that names this
+// releaseOf is the signed release of current, a fresh read that names this
 // instance, conditioned on its resourceVersion, handed to the release's
 // successor if it has one. It keeps leaseTransitions and the token
 // annotation, and takes the advertised address off;
