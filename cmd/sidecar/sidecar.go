@@ -182,7 +182,8 @@ func (s *sidecar) Run(ctx context.Context) error {
 	s.log.Info("leasehold started", "version", currentVersion().Version, "identity", s.cfg.Identity,
 		"namespace", s.cfg.LeaseNamespace, "leases", s.cfg.Leases, "group", s.cfg.Group, "candidate", s.cfg.Candidate,
 		"api", s.servers[0].listener.Addr().String(), "ops", s.servers[1].listener.Addr().String(),
-		"appHealth", s.cfg.AppHealth.URL, "podLabel", s.cfg.PodLabel)
+		"appHealth", s.cfg.AppHealth.URL, "podLabel", s.cfg.PodLabel,
+		"advertise", s.cfg.AdvertiseAddress, "proxy", s.cfg.ProxyAddr, "handoverToSuccessor", s.cfg.Handover)
 
 	var failure error
 	select {

@@ -56,6 +56,11 @@ It takes no flags: it is configured by environment variables (README.md,
   LEASEHOLD_APP_HEALTH_INTERVAL           default 2s
   LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD  default 3
   LEASEHOLD_POD_LABEL                     the leader label's key (default off)
+  LEASEHOLD_ADVERTISE_ADDRESS             host:port where other replicas reach this one (default off)
+  LEASEHOLD_PROXY_ADDR                    the forwarding proxy's listen address (default off)
+  LEASEHOLD_PROXY_UPSTREAM                the local app the proxy forwards to while leading
+  LEASEHOLD_HANDOVER                      any, or successor: hand over to the best member (default any)
+  LEASEHOLD_PRIORITY                      this member's priority as a successor (default 0)
   LEASEHOLD_PPROF                         default false
   KUBECONFIG                              used when set; else the in-cluster config`
 

@@ -88,9 +88,23 @@ func (c *Client) Token(ctx context.Context) (api.Token, error) {
 // negative value, lets the sidecar choose its lease duration). Idempotent.
 // The answer says whether a release was written, and the state after it.
 func (c *Client) Release(ctx context.Context, stayOut time.Duration) (api.Release, error) {
-	var q url.Values
+	return c.ReleaseTo(ctx, stayOut, "")
+}
+
+// ReleaseTo is Release, handing the Lease to the member with identity to
+// (POST /v1/release?to=): it takes the Lease within a round trip while the
+// other candidates leave it alone for the renew deadline. When to is not a
+// live member other than this instance the sidecar releases nothing and
+// answers 409 (an *Error with code api.CodeUnknownSuccessor, or
+// api.CodeHandoverUnavailable when it has no membership). An empty to is
+// Release.
+func (c *Client) ReleaseTo(ctx context.Context, stayOut time.Duration, to string) (api.Release, error) {
+	q := url.Values{}
 	if stayOut >= 0 {
-		q = url.Values{"for": {stayOut.String()}}
+		q.Set("for", stayOut.String())
+	}
+	if to != "" {
+		q.Set("to", to)
 	}
 	a, err := c.do(ctx, http.MethodPost, c.path("/v1/release", "/release"), q, c.timeout)
 	if err != nil {

@@ -126,6 +126,9 @@ func TestPaths(t *testing.T) {
 		if _, err := c.Release(ctx, 0); err != nil {
 			t.Error(err)
 		}
+		if _, err := c.ReleaseTo(ctx, client.DefaultStayOut, "pod-c_z3"); err != nil {
+			t.Error(err)
+		}
 	}
 	calls(c)
 	l := c.Lease("orders-7")
@@ -143,10 +146,13 @@ func TestPaths(t *testing.T) {
 	}
 	want := []string{
 		"GET /v1/status", "GET /v1/leader", "GET /v1/leader?wait=30s", "GET /v1/token", "POST /v1/release", "POST /v1/release?for=0s",
+		"POST /v1/release?to=pod-c_z3",
 		"GET /v1/leases/orders-7", "GET /v1/leases/orders-7/leader", "GET /v1/leases/orders-7/leader?wait=30s",
 		"GET /v1/leases/orders-7/token", "POST /v1/leases/orders-7/release", "POST /v1/leases/orders-7/release?for=0s",
+		"POST /v1/leases/orders-7/release?to=pod-c_z3",
 		"GET /v1/leases/a%20b%2Fc", "GET /v1/leases/a%20b%2Fc/leader", "GET /v1/leases/a%20b%2Fc/leader?wait=30s",
 		"GET /v1/leases/a%20b%2Fc/token", "POST /v1/leases/a%20b%2Fc/release", "POST /v1/leases/a%20b%2Fc/release?for=0s",
+		"POST /v1/leases/a%20b%2Fc/release?to=pod-c_z3",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
