@@ -3,7 +3,6 @@ package elect_test
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -142,7 +141,9 @@ func TestShortenedLeaseDurationIsNotTakenEarly(t *testing.T) {
 // reports the error, naming the namespace. The backoff is retryPeriod,
 // doubling up to min(leaseDuration, 4 × retryPeriod): each refused Create
 // comes at least that long after the one before (a load that delays the
-// elector only lengthens the gaps).
+// elector only lengthens the gaps). A Create without an answer (a timeout)
+// may restart the backoff (a read that works then resets it), so the gaps
+// are judged on refusals in a row.
 func TestMissingNamespaceBacksOffAndSaysWhy(t *testing.T) {
 	f := newFixture(t)
 	refused := &answers{method: http.MethodPost, code: http.StatusNotFound}
@@ -151,7 +152,7 @@ func TestMissingNamespaceBacksOffAndSaysWhy(t *testing.T) {
 		(*rc).Wrap(refused.wrap)
 	})
 	backoff := []time.Duration{retryPeriod, 2 * retryPeriod, 4 * retryPeriod, 4 * retryPeriod}
-	at := refused.await(t, len(backoff)+1)
+	at := refused.awaitRun(t, len(backoff)+1)
 	for i, want := range backoff {
 		if gap := at[i+1].Sub(at[i]); gap < want {
 			t.Errorf("refused Create %d came %v after the one before; want a backoff of at least %v (gaps: %v)", i+2, gap, want, gaps(at))
@@ -228,37 +229,53 @@ func TestResourceVersionRollbackStepsDownAndBacksOff(t *testing.T) {
 	}
 }
 
-// answers records when the answers with one status code to requests of one
-// HTTP method arrive, on this process's monotonic clock. wrap fits
-// rest.Config.Wrap.
+// answers records the outcome of every request of one HTTP method, and when
+// it arrived, on this process's monotonic clock: whether it was answered
+// with code. wrap fits rest.Config.Wrap.
 type answers struct {
 	method string
 	code   int
 
-	mu sync.Mutex
-	at []time.Time
+	mu       sync.Mutex
+	outcomes []outcome
+}
+
+type outcome struct {
+	at    time.Time
+	match bool // answered with the code (not another, not a timeout)
 }
 
 func (r *answers) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
-		if err == nil && req.Method == r.method && resp.StatusCode == r.code {
+		if req.Method == r.method {
 			r.mu.Lock()
-			r.at = append(r.at, time.Now())
+			r.outcomes = append(r.outcomes, outcome{at: time.Now(), match: err == nil && resp.StatusCode == r.code})
 			r.mu.Unlock()
 		}
 		return resp, err
 	})
 }
 
-// await polls until n answers have arrived, for at most generous, and
+// awaitRun polls until n answers with the code have arrived in a row (no
+// other outcome of the method between them), for at most generous, and
 // returns their arrival times.
-func (r *answers) await(t *testing.T, n int) []time.Time {
+func (r *answers) awaitRun(t *testing.T, n int) []time.Time {
 	t.Helper()
-	return awaitTimes(t, fmt.Sprintf("%d answers %d to %s", n, r.code, r.method), n, func() []time.Time {
+	return awaitTimes(t, fmt.Sprintf("%d answers %d to %s in a row", n, r.code, r.method), n, func() []time.Time {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return slices.Clone(r.at)
+		var run []time.Time
+		for _, o := range r.outcomes {
+			if !o.match {
+				run = nil
+				continue
+			}
+			if run = append(run, o.at); len(run) == n {
+				break
+			}
+		}
+		return run
 	})
 }
 
