@@ -1,7 +1,10 @@
 package elect_test
 
 import (
+	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,18 +138,27 @@ func TestShortenedLeaseDurationIsNotTakenEarly(t *testing.T) {
 
 // Audit defect 3: a Create answered NotFound (the namespace does not exist)
 // is an error: the elector backs off instead of retrying at once, and
-// reports the error, naming the namespace.
+// reports the error, naming the namespace. The backoff is retryPeriod,
+// doubling up to min(leaseDuration, 4 × retryPeriod): each refused Create
+// comes at least that long after the one before (a load that delays the
+// elector only lengthens the gaps). A Create without an answer (a timeout)
+// may restart the backoff (a read that works then resets it), so the gaps
+// are judged on refusals in a row.
 func TestMissingNamespaceBacksOffAndSaysWhy(t *testing.T) {
 	f := newFixture(t)
-	a := f.start("a", func(c *elect.Config, _ **rest.Config) { c.Namespace = "no-such-namespace-" + f.namespace })
-	a.waitFor(t, "a reports the error", func(s *elect.Snapshot) bool { return s.LastError != "" })
-	window := 5 * time.Second
-	before := a.requests.Count("create", "")
-	time.Sleep(window) // the property is a rate over this window
-	creates := a.requests.Count("create", "") - before
-	if creates > 5 { // backoff 0.5s, 1s, 2s, 2s… gives at most 4 in 5s
-		t.Errorf("%v creates in %v; want a backoff, not a retry at once", creates, window)
+	refused := &answers{method: http.MethodPost, code: http.StatusNotFound}
+	a := f.start("a", func(c *elect.Config, rc **rest.Config) {
+		c.Namespace = "no-such-namespace-" + f.namespace
+		(*rc).Wrap(refused.wrap)
+	})
+	backoff := []time.Duration{retryPeriod, 2 * retryPeriod, 4 * retryPeriod, 4 * retryPeriod}
+	at := refused.awaitRun(t, len(backoff)+1)
+	for i, want := range backoff {
+		if gap := at[i+1].Sub(at[i]); gap < want {
+			t.Errorf("refused Create %d came %v after the one before; want a backoff of at least %v (gaps: %v)", i+2, gap, want, gaps(at))
+		}
 	}
+	t.Logf("refused Creates %v apart", gaps(at))
 	if s := a.Snapshot(); !strings.Contains(s.LastError, `namespace "no-such-namespace-`) {
 		t.Errorf("lastError %q does not name the namespace", s.LastError)
 	}
@@ -184,29 +196,116 @@ func TestResourceVersionRollbackStepsDownAndBacksOff(t *testing.T) {
 	restored.Spec.HolderIdentity = ptr.To("b")
 	restored.Spec.LeaseDurationSeconds = ptr.To[int32](int32(leaseDuration / time.Second))
 	delete(restored.Annotations, elect.ReleasedByAnnotation)
-	before := v.count("update") + v.count("get")
+	updates, reads := v.count("update"), v.count("get")
 	v.rollBack(500, restored)
 	waitElector(t, e, "a steps down on the rolled-back read", func(s *elect.Snapshot) bool { return !s.Leading && s.Holder == "b" })
-	rolled := time.Now()
-	if got := v.count("update") + v.count("get") - before; got > 3 {
-		t.Fatalf("%d requests before stepping down; want a renewal and a read", got)
+	// By then: the renewal that conflicted and the read that showed b. (A
+	// follower sends no update until b's record has expired; its polls are
+	// reads, so only updates are counted exactly.)
+	if got := v.count("update") - updates; got != 1 {
+		t.Fatalf("%d updates before stepping down; want the one renewal that conflicted, then a read", got)
+	}
+	if v.count("get") == reads {
+		t.Fatal("stepped down without reading the Lease after the conflict")
 	}
 
 	// b's record is waited out (a lease duration), then every term a
-	// acquires has a token below what it saw: refused, released, retried
-	// with a backoff of 0.5s, 1s, 2s, 2s…
-	updates := v.count("update")
-	window := leaseDuration + 10*time.Second
-	time.Sleep(window - time.Since(rolled)) // the property is a rate over this window
+	// acquires has a token below what it saw: refused, released, and the
+	// next acquire sent only after a backoff of 0.5s, 1s, 2s, 2s… (a load
+	// that delays the elector only lengthens the gaps).
+	backoff := []time.Duration{retryPeriod, 2 * retryPeriod, 4 * retryPeriod, 4 * retryPeriod}
+	at := v.awaitAcquires(t, len(backoff)+1)
 	if s := e.Snapshot(); s.Leading {
 		t.Fatalf("leads with token %d after the rollback", s.Token)
 	}
-	if refused := v.count("update") - updates; refused > 2*8 {
-		t.Errorf("%d updates (acquire and release per refused term) in %v; want a backoff (at most about 7 terms), not one every %v", refused, window, retryPeriod)
+	for i, want := range backoff {
+		if gap := at[i+1].Sub(at[i]); gap < want {
+			t.Errorf("acquire %d sent %v after the refused one before; want a backoff of at least %v, not one every %v (gaps: %v)", i+2, gap, want, retryPeriod, gaps(at))
+		}
 	}
+	t.Logf("refused terms' acquires %v apart", gaps(at))
 	if s := e.Snapshot(); !strings.Contains(s.LastError, "not above") {
 		t.Errorf("lastError %q does not say why", s.LastError)
 	}
+}
+
+// answers records the outcome of every request of one HTTP method, and when
+// it arrived, on this process's monotonic clock: whether it was answered
+// with code. wrap fits rest.Config.Wrap.
+type answers struct {
+	method string
+	code   int
+
+	mu       sync.Mutex
+	outcomes []outcome
+}
+
+type outcome struct {
+	at    time.Time
+	match bool // answered with the code (not another, not a timeout)
+}
+
+func (r *answers) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if req.Method == r.method {
+			r.mu.Lock()
+			r.outcomes = append(r.outcomes, outcome{at: time.Now(), match: err == nil && resp.StatusCode == r.code})
+			r.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+// awaitRun polls until n answers with the code have arrived in a row (no
+// other outcome of the method between them), for at most generous, and
+// returns their arrival times.
+func (r *answers) awaitRun(t *testing.T, n int) []time.Time {
+	t.Helper()
+	return awaitTimes(t, fmt.Sprintf("%d answers %d to %s in a row", n, r.code, r.method), n, func() []time.Time {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var run []time.Time
+		for _, o := range r.outcomes {
+			if !o.match {
+				run = nil
+				continue
+			}
+			if run = append(run, o.at); len(run) == n {
+				break
+			}
+		}
+		return run
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// awaitTimes polls times until it returns at least n, for at most
+// generous (plus n backoffs of the longest kind), and returns the first n.
+func awaitTimes(t *testing.T, what string, n int, times func() []time.Time) []time.Time {
+	t.Helper()
+	deadline := time.Now().Add(generous + time.Duration(n)*leaseDuration)
+	for {
+		if at := times(); len(at) >= n {
+			return at[:n]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v; got %v", what, generous+time.Duration(n)*leaseDuration, len(times()))
+		}
+		time.Sleep(20 * time.Millisecond) // polling; the deadline decides
+	}
+}
+
+// gaps are the durations between consecutive times, rounded for logs.
+func gaps(at []time.Time) []time.Duration {
+	var out []time.Duration
+	for i := 1; i < len(at); i++ {
+		out = append(out, at[i].Sub(at[i-1]).Round(time.Millisecond))
+	}
+	return out
 }
 
 // startBehindProxy starts identity with its apiserver traffic through a

@@ -147,25 +147,37 @@ func TestRenewalIsOneUpdateAndWatchingCandidatesDoNotPoll(t *testing.T) {
 	}
 }
 
-// Another holder written by hand ends the term at once (seen by the watch),
-// not renewDeadline later; the instance then campaigns again and takes the
-// Lease when the intruder lets it expire, with a larger token.
+// Another holder written by hand ends the term at once, on the watch event:
+// not at the next renewal (whose 409, and the read after it, would show the
+// intruder too), nor when the term's validity runs out. The instance then
+// campaigns again and takes the Lease when the intruder lets it expire, with
+// a larger token.
+//
+// Renewals are a retry period (3s) apart and the edit lands right after
+// one: a step-down with no conflict and no read since the edit came from the
+// watch event.
 func TestStepsDownAtOnceOnTakeoverAndCampaignsAgain(t *testing.T) {
 	f := newFixture(t)
-	a := f.start("a")
+	a := f.start("a", withTimings(8*time.Second, 4*time.Second, 3*time.Second))
 	first := a.waitFor(t, "a leads", leading)
+	a.waitFor(t, "a renews", func(s *elect.Snapshot) bool { return s.RenewedAt.After(first.RenewedAt) })
 
+	conflicts, reads := a.requests.Count("update", "409"), a.requests.Count("get", "")
 	f.edit(func(l *coordinationv1.Lease) {
 		now := metav1.NowMicro()
 		l.Spec.HolderIdentity, l.Spec.RenewTime = ptr.To("intruder"), &now
 	})
 	written := time.Now()
-	a.waitFor(t, "a steps down", notLeading)
-	if took := time.Since(written); took > retryPeriod {
-		t.Errorf("stepped down %v after the takeover; want well under a retry period", took)
+	down := a.waitFor(t, "a steps down", notLeading)
+	t.Logf("stepped down %v after the takeover", time.Since(written))
+	if got := a.requests.Count("update", "409") - conflicts; got != 0 {
+		t.Errorf("a's renewal met the intruder (%v conflicts) before it stepped down; want it stepped down on the watch event", got)
 	}
-	if s := a.Snapshot(); s.Holder != "intruder" {
-		t.Errorf("holder after takeover: %q", s.Holder)
+	if got := a.requests.Count("get", "") - reads; got != 0 {
+		t.Errorf("a read the Lease %v times before it stepped down; want it stepped down on the watch event", got)
+	}
+	if down.Holder != "intruder" {
+		t.Errorf("holder after takeover: %q", down.Holder)
 	}
 
 	again := a.waitFor(t, "a leads again after the intruder's lease expires", leading)
@@ -197,7 +209,10 @@ func TestStepsDownOnDeleteAndRecreatesWithLargerToken(t *testing.T) {
 
 // Without list/watch permission the candidate polls every retryPeriod, and
 // the leader learns of a takeover from the 409 of its next renewal: the
-// fresh Get shows the other holder and the term ends there.
+// fresh Get shows the other holder and the term ends there, at the first
+// conflict (renewing on, it would meet more before its validity ran out).
+// The intruder's record lasts a minute, so that no attempt of a to take the
+// Lease back adds a conflict of its own.
 func TestWithoutWatchPollsAndStepsDownOnConflict(t *testing.T) {
 	f := newFixture(t)
 	user := f.noWatchUser()
@@ -206,14 +221,21 @@ func TestWithoutWatchPollsAndStepsDownOnConflict(t *testing.T) {
 	if a.Snapshot().WatchUp {
 		t.Fatal("watch reported up without list/watch permission")
 	}
-	f.edit(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("intruder") })
+	conflicts, reads := a.requests.Count("update", "409"), a.requests.Count("get", "")
+	f.edit(func(l *coordinationv1.Lease) {
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = ptr.To("intruder"), ptr.To[int32](60)
+	})
 	written := time.Now()
-	a.waitFor(t, "a steps down", notLeading)
-	if took := time.Since(written); took > retryPeriod+time.Second {
-		t.Errorf("stepped down %v after the takeover; want within one renewal", took)
+	down := a.waitFor(t, "a steps down", notLeading)
+	t.Logf("stepped down %v after the takeover", time.Since(written))
+	if got := a.requests.Count("update", "409") - conflicts; got != 1 {
+		t.Errorf("%v renewals met the intruder (409) by the time a stepped down; want the step-down at the first", got)
 	}
-	if got := a.requests.Count("update", "409"); got < 1 {
-		t.Errorf("no 409 on renew (got %v): the step-down did not come from the conflict path", got)
+	if got := a.requests.Count("get", "") - reads; got < 1 {
+		t.Errorf("a stepped down without reading the Lease after the conflict")
+	}
+	if down.Holder != "intruder" {
+		t.Errorf("holder when a stepped down: %q; want the intruder its read showed", down.Holder)
 	}
 }
 

@@ -2,7 +2,9 @@ package elect_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -34,6 +36,7 @@ type versionedLeases struct {
 	rv       int64
 	lose     int            // the next n updates land, but their answers are lost
 	requests map[string]int // by verb
+	acquires []time.Time    // when each update that names a holder other than the stored one was sent
 }
 
 var leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
@@ -61,6 +64,9 @@ func (v *versionedLeases) react(a k8stesting.Action) (bool, runtime.Object, erro
 		cur, err := v.cs.Tracker().Get(leasesGVR, obj.Namespace, obj.Name)
 		if err != nil {
 			return true, nil, err
+		}
+		if holder(obj) != "" && holder(obj) != holder(cur.(*coordinationv1.Lease)) {
+			v.acquires = append(v.acquires, time.Now())
 		}
 		if cur.(*coordinationv1.Lease).ResourceVersion != obj.ResourceVersion {
 			return true, nil, apierrors.NewConflict(leasesGVR.GroupResource(), obj.Name, nil)
@@ -96,6 +102,21 @@ func (v *versionedLeases) count(verb string) int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.requests[verb]
+}
+
+// awaitAcquires waits until n more acquires (updates that name a holder
+// other than the stored one) have been sent since the call, and returns when
+// each was sent, on this process's monotonic clock.
+func (v *versionedLeases) awaitAcquires(t *testing.T, n int) []time.Time {
+	t.Helper()
+	v.mu.Lock()
+	from := len(v.acquires)
+	v.mu.Unlock()
+	return awaitTimes(t, fmt.Sprintf("%d acquires", n), n, func() []time.Time {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return slices.Clone(v.acquires[from:])
+	})
 }
 
 func (v *versionedLeases) loseNextUpdates(n int) {

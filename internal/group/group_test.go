@@ -2,6 +2,7 @@ package group_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -377,6 +378,12 @@ func TestGreedyTakesEverything(t *testing.T) {
 // once, the group settles fairly around the decline (the other member
 // hands one of its own Leases over), and the declined Lease does not come
 // back to its decliner during the stay-out.
+//
+// The stay-out is read from the Leases, in the order etcd wrote them (one
+// admin watch): the decliner's member Lease with the decline, then without
+// it (the stay-out over, no earlier than stayOut after the release); no
+// write between the release and that lift names the decliner holder of
+// the declined Lease.
 func TestReleaseWithStayOutHandsTheLeaseOver(t *testing.T) {
 	f := newFixture(t)
 	leases := shardNames(4)
@@ -389,6 +396,17 @@ func TestReleaseWithStayOutHandsTheLeaseOver(t *testing.T) {
 			break
 		}
 	}
+	// The writes from now on (a's renewals of the Lease it is about to
+	// release included).
+	list, err := f.client.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.client.Watch(t.Context(), metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	released := time.Now()
 	stayOut := 4 * leaseDuration
 	if ok, err := mine.Release(t.Context(), stayOut); err != nil || !ok {
@@ -399,14 +417,54 @@ func TestReleaseWithStayOutHandsTheLeaseOver(t *testing.T) {
 		return b.Snapshot().Lease(declined).IsLeader(time.Now()) && slices.Equal(held, []int{2, 2})
 	})
 	t.Logf("b holds the declined Lease %s and the group is fair again %v after the release", declined, time.Since(released))
-	for time.Since(released) < stayOut+leaseDuration {
-		checkOneLeader(t, []*member{a, b})
-		if a.Snapshot().Lease(declined).Leading && time.Since(released) < stayOut {
-			t.Fatalf("a leads %s again %v after declining it for %v", declined, time.Since(released), stayOut)
-		}
-		time.Sleep(50 * time.Millisecond) // sampling: the outcome is decided by what is sampled
+
+	own := group.MemberLeaseName("orders", "a")
+	declines := func(l *coordinationv1.Lease) bool {
+		var until map[string]string
+		_ = json.Unmarshal([]byte(l.Annotations[group.DeclinedAnnotation]), &until) // none or malformed: no decline
+		_, ok := until[declined]
+		return ok
 	}
-	waitFair(t, []*member{a, b}, 4)
+	limit := stayOut + generous
+	deadline := time.After(limit)
+	sample := time.NewTicker(10 * time.Millisecond)
+	defer sample.Stop()
+	for gone, written := false, false; ; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the admin watch of the Leases closed")
+			}
+			l, isLease := ev.Object.(*coordinationv1.Lease)
+			if !isLease || ev.Type == watch.Deleted {
+				continue
+			}
+			holder := ""
+			if l.Spec.HolderIdentity != nil {
+				holder = *l.Spec.HolderIdentity
+			}
+			switch {
+			case l.Name == declined && holder != "a":
+				gone = true // a's release, or b's term
+			case l.Name == declined && gone:
+				t.Fatalf("a wrote itself holder of %s %v after declining it for %v, before it lifted the decline", declined, time.Since(released), stayOut)
+			case l.Name == own && declines(l):
+				written = true
+			case l.Name == own && written:
+				if took := time.Since(released); took < stayOut {
+					t.Errorf("a lifted its decline of %s %v after the release; want the whole stay-out, %v", declined, took, stayOut)
+				} else {
+					t.Logf("a lifted its decline of %s %v after the release (stay-out %v)", declined, took, stayOut)
+				}
+				waitFair(t, []*member{a, b}, 4)
+				return
+			}
+		case <-sample.C:
+			checkOneLeader(t, []*member{a, b})
+		case <-deadline:
+			t.Fatalf("a's member Lease did not show the decline of %s and then lift it within %v of the release", declined, limit)
+		}
+	}
 }
 
 // gathered is the value of the series name (with its labels, as

@@ -123,16 +123,20 @@ func holder(l *coordinationv1.Lease) string {
 	return *l.Spec.HolderIdentity
 }
 
-// stopGracefully sends SIGTERM and waits for exit status 0.
+// stopGracefully sends SIGTERM and waits for exit status 0. How soon it
+// exits is not what these tests prove (the fault suite and cmd/sidecar bound
+// it); generous only catches a sidecar that never exits.
 func stopGracefully(t testing.TB, inst *fleet.Instance) {
 	t.Helper()
+	sent := time.Now()
 	if err := inst.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-inst.Exited():
-	case <-time.After(renewDeadline + time.Second):
-		t.Fatalf("%s still running after SIGTERM", inst.Name)
+		t.Logf("%s exited %v after SIGTERM", inst.Name, time.Since(sent).Round(time.Millisecond))
+	case <-time.After(generous):
+		t.Fatalf("%s still running %v after SIGTERM", inst.Name, generous)
 	}
 	if code := inst.ExitCode(); code != 0 {
 		t.Fatalf("%s exit status %d after SIGTERM, want 0", inst.Name, code)

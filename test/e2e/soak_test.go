@@ -15,6 +15,7 @@ type tally struct {
 	others, livenessMissed int
 	recoveries             int
 	worstRecovery          time.Duration
+	overBound              int // times over a documented bound, within failsAfter
 }
 
 var tallies struct {
@@ -64,6 +65,12 @@ func (t *tally) addRecovery(d time.Duration) {
 	t.worstRecovery = max(t.worstRecovery, d)
 }
 
+func (t *tally) addOverBound() {
+	tallies.Lock()
+	defer tallies.Unlock()
+	t.overBound++
+}
+
 func (t *tally) addLivenessFailure() {
 	tallies.Lock()
 	defer tallies.Unlock()
@@ -80,7 +87,7 @@ func printSummary(w io.Writer) {
 	fmt.Fprintf(w, "\nleasehold fault suite: %d trial(s) per scenario (leaseDuration %v, renewDeadline %v, retryPeriod %v)\n",
 		*soak, leaseDuration, renewDeadline, retryPeriod)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\ttrials\tfailed\toverlaps\ttoken regressions\tother violations\tliveness misses\tworst recovery")
+	fmt.Fprintln(tw, "scenario\ttrials\tfailed\toverlaps\ttoken regressions\tother violations\tliveness misses\tover bound\tworst recovery")
 	var sum tally
 	for _, name := range tallies.order {
 		t := tallies.by[name]
@@ -88,14 +95,15 @@ func printSummary(w io.Writer) {
 		if t.recoveries > 0 {
 			worst = t.worstRecovery.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", name, t.trials, t.failed, t.overlaps, t.regressions, t.others, t.livenessMissed, worst)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", name, t.trials, t.failed, t.overlaps, t.regressions, t.others, t.livenessMissed, t.overBound, worst)
 		sum.trials += t.trials
 		sum.failed += t.failed
 		sum.overlaps += t.overlaps
 		sum.regressions += t.regressions
 		sum.others += t.others
 		sum.livenessMissed += t.livenessMissed
+		sum.overBound += t.overBound
 	}
-	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%d\t%d\t\n", sum.trials, sum.failed, sum.overlaps, sum.regressions, sum.others, sum.livenessMissed)
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", sum.trials, sum.failed, sum.overlaps, sum.regressions, sum.others, sum.livenessMissed, sum.overBound)
 	tw.Flush()
 }
