@@ -138,3 +138,27 @@ func TestShutdownHandsToTheBestSuccessor(t *testing.T) {
 		})
 	}
 }
+
+// In a balanced group with handover, a member that leaves hands each of its
+// Leases to the member the fair share among the others gives it: each
+// moves once, straight to where it stays.
+func TestBalancedLeaverHandsEachLeaseToItsHeir(t *testing.T) {
+	f := newFixture(t)
+	leases := shardNames(6)
+	moves := f.countMoves()
+	now := time.Now()
+	withHandover := func(c *group.Config) { c.Handover, c.StartedAt = true, now }
+	a := f.start("a", leases, withHandover)
+	waitHeld(t, []*member{a}, []int{6})
+	b, c := f.start("b", leases, withHandover), f.start("c", leases, withHandover)
+	all := []*member{a, b, c}
+	waitHeld(t, all, []int{2, 2, 2})
+	before := moves.settled(t, all)
+
+	a.stop(t)
+	rest := []*member{b, c}
+	waitHeld(t, rest, []int{3, 3})
+	if got := moves.settled(t, rest) - before; got != 2 {
+		t.Errorf("%d moves after a left, want 2 (a's Leases, once each)", got)
+	}
+}
