@@ -187,7 +187,7 @@ kube: kube-bins
 image:
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t leasehold:$(IMAGE_TAG) .
 
-## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 25 minutes, lease groups included).
+## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 28 minutes, lease groups and handover included).
 bench: kube-bins
 	go run ./bench -out docs/benchmarks.md $(BENCH_FLAGS)
 
@@ -211,7 +211,7 @@ bench-groups: kube-bins
 
 ## bench-handover: only the handover section of make bench (leader address, forwarding proxy, handover to a successor: 20 rolling
 ## updates each of leasehold HANDOVER=successor, leasehold default and client-go; release?to=; the proxy's added latency; 503s and
-## fencing during handovers under load; about 10 minutes); replaces only that section of docs/benchmarks.md.
+## fencing during handovers under load; about 3 minutes); replaces only that section of docs/benchmarks.md.
 bench-handover: kube-bins
 	go run ./bench -only handover -out docs/benchmarks.md $(BENCH_FLAGS)
 
