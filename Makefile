@@ -76,7 +76,7 @@ REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups image e2e-soak check-no-leftovers
+.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups bench-handover image e2e-soak check-no-leftovers
 .PHONY: promtool-bin redocly-bin redocly-lint
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
@@ -187,7 +187,7 @@ kube: kube-bins
 image:
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t leasehold:$(IMAGE_TAG) .
 
-## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 25 minutes, lease groups included).
+## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 28 minutes, lease groups and handover included).
 bench: kube-bins
 	go run ./bench -out docs/benchmarks.md $(BENCH_FLAGS)
 
@@ -208,6 +208,12 @@ bench-overlap: kube-bins
 ## replaces only that section of docs/benchmarks.md.
 bench-groups: kube-bins
 	go run ./bench -only groups -out docs/benchmarks.md $(BENCH_FLAGS)
+
+## bench-handover: only the handover section of make bench (leader address, forwarding proxy, handover to a successor: 20 rolling
+## updates each of leasehold HANDOVER=successor, leasehold default and client-go; release?to=; the proxy's added latency; 503s and
+## fencing during handovers under load; about 3 minutes); replaces only that section of docs/benchmarks.md.
+bench-handover: kube-bins
+	go run ./bench -only handover -out docs/benchmarks.md $(BENCH_FLAGS)
 
 ## help: list the targets and what they do (the default target; from the Makefile's `## target:` comments).
 help:

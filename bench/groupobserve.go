@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 )
@@ -240,6 +241,8 @@ type leaseEvent struct {
 	lease   string
 	holder  string // "" when none (released, or deleted)
 	deleted bool
+	rv      string      // the version's resourceVersion
+	token   fence.Token // the fencing token published on it (0: none)
 }
 
 // leaseWatch lists and watches every Lease of a namespace with the
@@ -309,7 +312,8 @@ func (w *leaseWatch) watchOnce(ctx context.Context, leases leaseWatcher, rv *str
 }
 
 func (w *leaseWatch) add(at time.Time, l *coordinationv1.Lease, deleted bool) {
-	e := leaseEvent{at: at, lease: l.Name, holder: ptr.Deref(l.Spec.HolderIdentity, ""), deleted: deleted}
+	e := leaseEvent{at: at, lease: l.Name, holder: ptr.Deref(l.Spec.HolderIdentity, ""), deleted: deleted, rv: l.ResourceVersion}
+	e.token, _ = fence.Published(l.Annotations)
 	if deleted {
 		e.holder = ""
 	}

@@ -25,7 +25,14 @@
 //     member that exits gracefully or crashes held again, Leases with two
 //     valid holders at once, the settled group's apiserver requests, and the
 //     memory and CPU of one process holding a large group (groups.go). It
-//     can run alone: -only groups.
+//     can run alone: -only groups;
+//   - the leader address, the forwarding proxy and handover to a chosen
+//     successor (issue 13): leadership changes in rolling updates,
+//     leasehold with LEASEHOLD_HANDOVER=successor side by side with its
+//     default and client-go; SIGTERM and POST /v1/release?to= → the
+//     successor leads; leaderAddress on the followers; the proxy's added
+//     latency through real sidecars; 503s and fencing through the proxies
+//     during handovers (handover.go). It can run alone: -only handover.
 //
 // The overlap trials (partition and pause) can run alone too: -only overlap
 // (with -partitions and -pauses; about 7 s per trial, 5 minutes for 10 of
@@ -71,7 +78,7 @@ func main() {
 	flag.DurationVar(&opts.appTimeout, "app-health-timeout", 500*time.Millisecond, "LEASEHOLD_APP_HEALTH_TIMEOUT in the app-failure trials")
 	flag.IntVar(&opts.appThreshold, "app-health-threshold", 3, "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD in the app-failure trials")
 	flag.StringVar(&opts.out, "out", "", "also write the report (Markdown, plus an SVG plot beside it) to this file")
-	flag.StringVar(&opts.only, "only", "", `run only this section: "footprint", "overlap" (the partition and pause trials) or "groups"; with -out, only that section of the file is replaced`)
+	flag.StringVar(&opts.only, "only", "", `run only this section: "footprint", "overlap" (the partition and pause trials), "groups" or "handover"; with -out, only that section of the file is replaced`)
 	flag.DurationVar(&opts.footprintWindow, "footprint-window", time.Minute, "footprint: the idle window over which CPU is measured and RSS sampled")
 	flag.IntVar(&opts.footprintRounds, "footprint-rounds", 5, "footprint: rounds of GET /v1/status load (each -status-load long) per implementation")
 	flag.IntVar(&opts.starts, "starts", 20, "footprint: starts of each implementation, timed to /readyz 200")
@@ -95,9 +102,17 @@ func main() {
 	flag.DurationVar(&opts.groupsSampleInterval, "groups-sample-interval", 25*time.Millisecond, "groups: how often each member's GET /v1/leases is sampled for the overlap check")
 	flag.IntVar(&opts.groupsBig, "groups-big", 256, "groups: Leases of the one-process group whose memory and CPU are measured; 0 skips it")
 	flag.DurationVar(&opts.groupsBigWindow, "groups-big-window", 30*time.Second, "groups: the window over which that process's CPU is measured and RSS sampled")
+	flag.IntVar(&opts.handoverTrials, "handover-trials", 20, "handover: rolling updates of 3 replicas per implementation (leasehold with HANDOVER=successor, leasehold default, client-go)")
+	flag.IntVar(&opts.handoverReleases, "handover-releases", 20, "handover: POST /v1/release?to= handovers to a random member, timed")
+	flag.IntVar(&opts.handoverProxyTrials, "handover-proxy-trials", 20, "handover: graceful handovers (SIGTERM to the leader) under load on every forwarding proxy")
+	flag.IntVar(&opts.handoverRequests, "handover-requests", 20000, "handover: requests each way (direct, via the leader's proxy, via a follower's) for the proxy's added latency; 0 skips it")
 	flag.Parse()
-	if opts.only != "" && opts.only != "footprint" && opts.only != "overlap" && opts.only != "groups" {
-		fmt.Fprintf(os.Stderr, "bench: -only %q: the sections that run alone are footprint, overlap and groups\n", opts.only)
+	if opts.only != "" && opts.only != "footprint" && opts.only != "overlap" && opts.only != "groups" && opts.only != "handover" {
+		fmt.Fprintf(os.Stderr, "bench: -only %q: the sections that run alone are footprint, overlap, groups and handover\n", opts.only)
+		os.Exit(2)
+	}
+	if opts.handoverTrials < 1 || opts.handoverReleases < 0 || opts.handoverProxyTrials < 0 || opts.handoverRequests < 0 {
+		fmt.Fprintln(os.Stderr, "bench: -handover-trials must be at least 1; -handover-releases, -handover-proxy-trials and -handover-requests not negative")
 		os.Exit(2)
 	}
 	if opts.groupsMembers < 1 || opts.groupsShards < opts.groupsMembers || opts.groupsTrials < 1 {
@@ -132,6 +147,8 @@ type options struct {
 	groupsRetryPeriod, groupsWindow           time.Duration
 	groupsSampleInterval, groupsBigWindow     time.Duration
 	groupsBig                                 int
+	handoverTrials, handoverReleases          int
+	handoverProxyTrials, handoverRequests     int
 }
 
 // implementation is one thing being measured: a binary that answers
@@ -184,7 +201,7 @@ func run(ctx context.Context, opts options) error {
 		}
 	}
 	switch opts.only {
-	case "footprint", "groups":
+	case "footprint", "groups", "handover":
 		report = newReport(opts, nil, httpFigures{}, appFigures{}, footprint)
 	case "overlap":
 		var all []results
@@ -219,6 +236,11 @@ func run(ctx context.Context, opts options) error {
 	if opts.only == "" || opts.only == "groups" {
 		if report.groups, err = benchGroups(ctx, cluster, dir, leasehold, baseline, opts); err != nil {
 			return fmt.Errorf("groups: %w", err)
+		}
+	}
+	if opts.only == "" || opts.only == "handover" {
+		if report.handover, err = benchHandover(ctx, cluster, dir, leasehold, baseline, opts); err != nil {
+			return fmt.Errorf("handover: %w", err)
 		}
 	}
 	fmt.Print(report.markdown(""))

@@ -20,6 +20,7 @@ type report struct {
 	app       appFigures
 	footprint footprintFigures
 	groups    lgFigures // set after newReport, when the section ran
+	handover  hoFigures // likewise
 	machine   string
 	date      string
 }
@@ -35,9 +36,10 @@ func (r *report) markdown(plot string) string {
 	case r.opts.only == "overlap":
 		r.overlapMarkdown(&b)
 		return b.String()
-	case len(r.results) == 0: // -only footprint, -only groups
+	case len(r.results) == 0: // -only footprint, -only groups, -only handover
 		r.footprintMarkdown(&b)
 		r.groupsMarkdown(&b)
+		r.handoverMarkdown(&b)
 		return b.String()
 	}
 	o := r.opts
@@ -93,6 +95,10 @@ func (r *report) markdown(plot string) string {
 		b.WriteString("\n")
 		r.groupsMarkdown(&b)
 	}
+	if r.handover.ran {
+		b.WriteString("\n")
+		r.handoverMarkdown(&b)
+	}
 	return b.String()
 }
 
@@ -140,13 +146,18 @@ func (r *report) overlapMarkdown(b *strings.Builder) {
 }
 
 // write saves the report and its plot beside it; with -only footprint,
-// -only overlap or -only groups, only that section of the file.
+// -only overlap, -only groups or -only handover, only that section of the
+// file.
 func (r *report) write(path string) error {
 	switch {
 	case r.opts.only == "overlap":
 		var b strings.Builder
 		r.overlapMarkdown(&b)
 		return replaceSection(path, overlapBegin, overlapEnd, b.String())
+	case len(r.results) == 0 && r.handover.ran:
+		var b strings.Builder
+		r.handoverMarkdown(&b)
+		return replaceSection(path, handoverBegin, handoverEnd, b.String())
 	case len(r.results) == 0 && r.groups.ran:
 		var b strings.Builder
 		r.groupsMarkdown(&b)
