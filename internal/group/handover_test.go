@@ -162,3 +162,27 @@ func TestBalancedLeaverHandsEachLeaseToItsHeir(t *testing.T) {
 		t.Errorf("%d moves after a left, want 2 (a's Leases, once each)", got)
 	}
 }
+
+// A health step-down (SetCandidate(false), as health-gated candidacy asks)
+// hands over like a shutdown: the leader leaves the membership and the
+// newest member leads, well before the others could take the Lease.
+func TestHealthStepDownHandsToTheNewest(t *testing.T) {
+	f := newFixture(t)
+	leases := shardNames(1)
+	start := time.Now()
+	a := f.start("a", leases, handover(start, 0))
+	waitHeld(t, []*member{a}, []int{1})
+	b := f.start("b", leases, handover(start.Add(time.Second), 0))
+	c := f.start("c", leases, handover(start.Add(2*time.Second), 0))
+	all := []*member{a, b, c}
+	waitMembers(t, all, 3)
+	unfit := time.Now()
+	if _, err := a.SetCandidate(t.Context(), false, "app unhealthy"); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, all, "c", "a")
+	if took := time.Since(unfit); took >= renewDeadline {
+		t.Errorf("c leads %v after a's step-down: not before the others' wait (%v) ended", took, renewDeadline)
+	}
+	waitMembers(t, []*member{b, c}, 2)
+}
