@@ -2,21 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // The handover section measures issue 13's features: the leader address,
@@ -436,14 +433,22 @@ func startAddrWatches(ctx context.Context, members []*hoMember, old string) (map
 			}
 			return nil, err
 		}
+		sc, err := client.New(m.inst.APIURL)
+		if err != nil {
+			for _, w := range out {
+				w.cancel()
+			}
+			return nil, err
+		}
 		wctx, cancel := context.WithCancel(ctx)
 		w := &addrWatch{cancel: cancel, done: make(chan struct{})}
 		out[m] = w
 		go func() {
 			defer close(w.done)
+			defer sc.CloseIdleConnections()
 			index := st.Index
 			for wctx.Err() == nil {
-				st, err := watchAfter(wctx, m.inst.APIURL, index, time.Minute)
+				st, next, err := sc.Poll(wctx, index, time.Minute)
 				if err != nil {
 					_ = sleep(wctx, 10*time.Millisecond)
 					continue
@@ -452,7 +457,7 @@ func startAddrWatches(ctx context.Context, members []*hoMember, old string) (map
 					w.at, w.addr = time.Now(), a
 					return
 				}
-				index = st.Index
+				index = next
 			}
 		}()
 	}
@@ -487,46 +492,7 @@ func collectAddr(watches map[*hoMember]*addrWatch, succ *hoMember, led time.Time
 	return lags, wrong, none
 }
 
-// watchAfter is GET /v1/watch?index=index&wait=wait, bounded by ctx alone.
-func watchAfter(ctx context.Context, apiURL string, index uint64, wait time.Duration) (httpapi.Status, error) {
-	var st httpapi.Status
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/watch?index=%d&wait=%s", apiURL, index, wait), nil)
-	if err != nil {
-		return st, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET /v1/watch: %d", resp.StatusCode)
-	}
-	return st, json.NewDecoder(resp.Body).Decode(&st)
-}
-
-// postRelease is POST /v1/release?to=identity&for=0s on inst.
-func postRelease(ctx context.Context, inst *fleet.Instance, identity string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	u := inst.APIURL + "/v1/release?for=0s&to=" + url.QueryEscape(identity)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var body map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&body)
-		return fmt.Errorf("POST /v1/release?to=%s: %d %v", identity, resp.StatusCode, body)
-	}
-	return nil
-}
-
+// roundAll rounds each of d to 100µs, for the log.
 func roundAll(d []time.Duration) []time.Duration {
 	out := make([]time.Duration, len(d))
 	for i, x := range d {

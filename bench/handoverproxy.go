@@ -19,6 +19,7 @@ import (
 	"github.com/leasehold/leasehold/internal/proxy"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // standIn is the app beside one sidecar: it answers every request 200 "ok"
@@ -308,7 +309,15 @@ func (p *hoProxyRun) release(ctx context.Context, n int) error {
 			others = append(others, m.inst)
 		}
 	}
-	next, took, err := awaitFirst(ctx, others, p.bound(), func() error { return postRelease(ctx, leader.inst, target.identity) })
+	next, took, err := awaitFirst(ctx, others, p.bound(), func() error {
+		sc, err := client.New(leader.inst.APIURL)
+		if err != nil {
+			return err
+		}
+		defer sc.CloseIdleConnections()
+		_, err = sc.ReleaseTo(ctx, 0, target.identity)
+		return err
+	})
 	if errors.Is(err, fleet.ErrNoLeader) && ctx.Err() == nil {
 		p.fig.releaseMisses++
 		p.log("release %d: no one leads within %v", n, p.bound())
