@@ -181,7 +181,9 @@ func (c *gchecker) disturbed(until time.Duration) {
 //     lands late, plus polls, backoff, watch reconnects and timeouts:
 //     2 × leaseDuration + 8 × retryPeriod + 4 × timeout. A move (the holder's
 //     release: a read and a write; the taker's acquire on the watch event)
-//     is a few round trips within that slack.
+//     is a few round trips within that slack. With handover, a Lease
+//     handed to an heir that dies before taking it is left alone for
+//     renewDeadline more.
 //
 // The network crossings: 40 typical latencies (one crossing in the tail is
 // at most 2.5 of them).
@@ -189,6 +191,9 @@ func (c *gchecker) bound() time.Duration {
 	p, cfg := c.s.p, c.s.cfg
 	timeout := cfg.requestTimeout()
 	local := 3*p.timing.LeaseDuration + cfg.settleTime() + 8*p.timing.RetryPeriod + 5*timeout
+	if p.handover {
+		local += p.timing.RenewDeadline // a Lease handed to an heir that never takes it
+	}
 	return time.Duration(float64(local)/(1-p.drift)) + 40*p.latency
 }
 

@@ -38,7 +38,9 @@ import (
 // offsets and rates within fence.MaxClockDrift, other objects' writes
 // moving the global revision, and hand edits (a Lease deleted, emptied,
 // given to a stranger, its duration shortened, an annotation; a member
-// Lease deleted). A quiet, healthy tail follows. A clean scale-up starts
+// Lease deleted); in half of them the members hand their Leases over
+// (Config.Handover: a graceful stop or a health step-down signs each
+// release for its heir). A quiet, healthy tail follows. A clean scale-up starts
 // one node, lets it take every Lease, then starts k more within a quarter
 // of the settle time, on a healthy network. The checker (gchecker) judges
 // every step.
@@ -84,6 +86,8 @@ type gparams struct {
 	faultEvery time.Duration // mean interval between faults
 
 	handEdits, pauses, crashes, splits bool
+	// handover: leaving members hand each Lease to its heir (Config.Handover).
+	handover bool
 
 	joiners int           // a clean scale-up: this many nodes join at joinAt; no faults
 	joinAt  time.Duration // when they start joining
@@ -208,6 +212,7 @@ func newGSim(seed uint64) *gsim {
 		p.loss = []float64{0, 0.01, 0.05, 0.2}[rng.IntN(4)]
 		p.faultEvery = time.Duration(float64(p.timing.LeaseDuration) * (0.2 + 2*rng.Float64()))
 		p.handEdits, p.pauses, p.crashes, p.splits = rng.IntN(3) != 0, rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(3) != 0
+		p.handover = rng.IntN(2) == 0
 	}
 	return buildGSim(seed, rng, p)
 }
@@ -222,7 +227,7 @@ func (p *gparams) cleanScaleUp(joiners int) {
 func buildGSim(seed uint64, rng *rand.Rand, p gparams) *gsim {
 	s := &gsim{
 		seed: seed, rng: rng, p: p,
-		cfg:   Config{Name: gsimGroup, Election: p.timing, Candidate: true, Balance: true},
+		cfg:   Config{Name: gsimGroup, Election: p.timing, Candidate: true, Balance: true, Handover: p.handover},
 		base:  time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		store: newGStore(), index: map[string]int{},
 		end: math.MaxInt64,
@@ -900,18 +905,37 @@ func (s *gsim) memberLeave(n *gnode, then func()) {
 	n.mem.cancel = nil // leave's context is its own: a stop waits for it
 }
 
-// memberStop is the end of members.go's run: the watch stops, the member
-// Lease is deleted; then group.Run stops every election.
+// memberStop is the end of members.go's run and what group.Run does with
+// it: the watch stops, and the member Lease is deleted while every election
+// stops (handing its Lease to its heir with handover).
 func (s *gsim) memberStop(n *gnode) {
 	g := n.mem
 	g.watch.gen++
 	g.watch.open = false
-	s.memberLeave(n, func() {
-		g.done = true
-		for _, e := range n.els {
-			s.step(n, e, decide.Stop{})
-		}
-	})
+	heirs := s.heirs(n)
+	for i, e := range n.els {
+		s.step(n, e, decide.Stop{To: heirs[i]})
+	}
+	s.memberLeave(n, func() { g.done = true })
+}
+
+// heirs is, with handover, whom n hands each Lease to as it leaves
+// (group.successorFor, in a balanced group: Heirs); "" for each without.
+func (s *gsim) heirs(n *gnode) []string {
+	if !s.p.handover {
+		return make([]string, len(n.els))
+	}
+	return Heirs(n.name, n.clock.at(s.now), n.mem.m.load(), s.states(n))
+}
+
+// states is what the plan needs of n's elections now.
+func (s *gsim) states(n *gnode) []LeaseState {
+	states := make([]LeaseState, len(n.els))
+	for i, e := range n.els {
+		r := e.report
+		states[i] = LeaseState{Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt, ReservedFor: r.ReservedFor}
+	}
+	return states
 }
 
 // notify is an elector's or the membership's notify: a turn of loop.go's
@@ -940,16 +964,14 @@ func (s *gsim) plan(n *gnode) {
 	wake := now.Add(s.p.timing.LeaseDuration)
 	want := make([]bool, len(s.leases))
 	ok := true
+	var heirs []string
 	if n.fit {
-		states := make([]LeaseState, len(n.els))
-		for i, e := range n.els {
-			r := e.report
-			states[i] = LeaseState{Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt}
-		}
 		var next time.Time
-		if want, next, ok = Balanced(n.name, now, n.mem.m.load(), states, s.cfg.settleTime()); ok && next.Before(wake) {
+		if want, next, ok = Balanced(n.name, now, n.mem.m.load(), s.states(n), s.cfg.settleTime()); ok && next.Before(wake) {
 			wake = next
 		}
+	} else {
+		heirs = s.heirs(n) // leaving the group: hand over, as on shutdown
 	}
 	for i, w := range want {
 		if !ok || w == n.requested[i] || n.inflight[i] {
@@ -959,9 +981,13 @@ func (s *gsim) plan(n *gnode) {
 		n.calls++
 		e, id := n.els[i], n.calls
 		e.call = id
-		s.tracef("%s's plan: candidate for %s: %v", n.name, s.leases[i], w)
+		var to string
+		if heirs != nil {
+			to = heirs[i]
+		}
+		s.tracef("%s's plan: candidate for %s: %v (to %q)", n.name, s.leases[i], w, to)
 		s.at(s.now+s.goroutine(), func() {
-			s.in(n, func() { s.step(n, e, decide.SetCandidate{ID: id, Candidate: w, Reason: "plan"}) })
+			s.in(n, func() { s.step(n, e, decide.SetCandidate{ID: id, Candidate: w, Reason: "plan", To: to}) })
 		})
 	}
 	n.loopGen++
