@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leasehold/leasehold/internal/config"
+	"github.com/leasehold/leasehold/internal/group"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
@@ -51,8 +52,9 @@ const (
 // newInProcess configures a sidecar from the environment as the binary
 // does (config.Loader), with health-gated candidacy on an app that answers
 // 200 and the leader label on a Pod of its own, and builds it on the shared
-// apiserver with fresh listeners and registry.
-func newInProcess(t *testing.T) *inProcess {
+// apiserver with fresh listeners and registry. env changes that
+// environment: a variable set to "" is left unset.
+func newInProcess(t *testing.T, env ...string) *inProcess {
 	t.Helper()
 	cluster := sharedCluster(t)
 	ns, err := cluster.CreateNamespace(t.Context(), "inproc")
@@ -79,7 +81,7 @@ func newInProcess(t *testing.T) *inProcess {
 	app := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { p.probes.Add(1) }))
 	t.Cleanup(app.Close)
 
-	for k, v := range map[string]string{
+	vars := map[string]string{
 		"LEASEHOLD_LEASE_NAME":                   "app",
 		"LEASEHOLD_LEASE_NAMESPACE":              ns,
 		"POD_NAME":                               inProcessPod,
@@ -92,8 +94,14 @@ func newInProcess(t *testing.T) *inProcess {
 		"LEASEHOLD_APP_HEALTH_TIMEOUT":           "100ms",
 		"LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD": "1",
 		"LEASEHOLD_POD_LABEL":                    inProcessLabel,
-	} {
-		t.Setenv(k, v)
+	}
+	for i := 0; i+1 < len(env); i += 2 {
+		vars[env[i]] = env[i+1]
+	}
+	for k, v := range vars {
+		if v != "" {
+			t.Setenv(k, v)
+		}
 	}
 	if p.cfg, err = config.Load(); err != nil {
 		t.Fatal(err)
@@ -366,4 +374,98 @@ func TestAFailureShutsDownAndIsReturned(t *testing.T) {
 	if want := []string{stepReadiness, stepProber, stepElection, stepLabeler, stepBlocking, stepServers}; !slices.Equal(steps, want) {
 		t.Errorf("shutdown steps %q, want %q", steps, want)
 	}
+}
+
+// In group mode the same order holds, for every Lease at once: until the
+// election step the sidecar still leads each Lease it holds and keeps its
+// member Lease; by then it has left the membership (its member Lease is
+// gone) and released every Lease.
+func TestShutdownOrderInProcessGroup(t *testing.T) {
+	p := newInProcess(t, "LEASEHOLD_SHARDS", "2", "LEASEHOLD_POD_LABEL", "")
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	done := p.run(ctx)
+	leases := p.cfg.Leases
+	leaseClient := p.cluster.Clientset().CoordinationV1().Leases(p.cfg.LeaseNamespace)
+	// holders are the Leases' holders ("<missing>" for one not created).
+	holders := func() map[string]string {
+		out := map[string]string{}
+		for _, name := range leases {
+			l, err := leaseClient.Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				out[name] = "<missing>"
+				continue
+			}
+			out[name] = ptrValue(l.Spec.HolderIdentity)
+		}
+		return out
+	}
+	members := func() int {
+		list, err := leaseClient.List(context.Background(), metav1.ListOptions{LabelSelector: group.MemberLabel + "=" + p.cfg.Group})
+		if err != nil {
+			t.Errorf("list member Leases: %v", err)
+			return -1
+		}
+		return len(list.Items)
+	}
+	allMine := func() bool {
+		for _, h := range holders() {
+			if h != p.cfg.Identity {
+				return false
+			}
+		}
+		return true
+	}
+	await(t, "every Lease held", allMine)
+	await(t, "its member Lease", func() bool { return members() == 1 })
+
+	var steps []string
+	p.sc.stepped = func(step string) {
+		steps = append(steps, step)
+		switch step {
+		case stepReadiness, stepProber:
+			if !allMine() || members() != 1 {
+				t.Errorf("%s: holders %v, %d member Leases; want every Lease still held and its member Lease", step, holders(), members())
+			}
+			if r := getSoon(p.api + "/v1/leases/" + leases[0] + "/leader"); r.code != http.StatusOK {
+				t.Errorf("%s: /v1/leases/%s/leader %d (err %v), want 200: still leading", step, leases[0], r.code, r.err)
+			}
+		case stepElection:
+			for name, h := range holders() {
+				if h != "" {
+					t.Errorf("%s: %s held by %q, want it released", step, name, h)
+				}
+			}
+			if n := members(); n != 0 {
+				t.Errorf("%s: %d member Leases, want its own gone", step, n)
+			}
+			if r := getSoon(p.api + "/v1/leases/" + leases[0] + "/leader"); r.code != http.StatusServiceUnavailable {
+				t.Errorf("%s: /v1/leases/%s/leader %d (err %v), want 503 from a serving API", step, leases[0], r.code, r.err)
+			}
+		case stepServers:
+			if r := getSoon(p.api + "/v1/leases"); r.err == nil {
+				t.Errorf("%s: the API answered %d, want a refused connection", step, r.code)
+			}
+		}
+	}
+	stop() // as a signal does
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v, want nil after its context ended", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return within a minute of its context's end")
+	}
+	want := []string{stepReadiness, stepProber, stepElection, stepLabeler, stepBlocking, stepServers}
+	if !slices.Equal(steps, want) {
+		t.Errorf("shutdown steps %q, want %q", steps, want)
+	}
+}
+
+func ptrValue(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
