@@ -227,7 +227,9 @@ func (c *gchecker) members() []*gnode {
 	return ms
 }
 
-// unfair says why the group is not at its fair share now, "" when it is.
+// unfair says why the group is not at its fair share now, "" when it is:
+// every member sees the live members, every Lease has a valid holder among
+// them, and (balanced) each holds ⌊L/M⌋ or ⌈L/M⌉.
 func (c *gchecker) unfair() string {
 	members := c.members()
 	if len(members) == 0 {
@@ -253,6 +255,9 @@ func (c *gchecker) unfair() string {
 			return fmt.Sprintf("%s is held by %s, not a live member", lease, t.n.name)
 		}
 		count[t.n.name]++
+	}
+	if c.s.p.greedy {
+		return "" // every Lease held by a live member is all greedy promises
 	}
 	l, m := len(c.s.leases), len(names)
 	for _, name := range names {

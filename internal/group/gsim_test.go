@@ -40,7 +40,8 @@ import (
 // given to a stranger, its duration shortened, an annotation; a member
 // Lease deleted); in half of them the members hand their Leases over
 // (Config.Handover: a graceful stop or a health step-down signs each
-// release for its heir). A quiet, healthy tail follows. A clean scale-up starts
+// release for its heir), and in a quarter every member campaigns for every
+// Lease (greedy, Config.Balance false). A quiet, healthy tail follows. A clean scale-up starts
 // one node, lets it take every Lease, then starts k more within a quarter
 // of the settle time, on a healthy network. The checker (gchecker) judges
 // every step.
@@ -88,6 +89,8 @@ type gparams struct {
 	handEdits, pauses, crashes, splits bool
 	// handover: leaving members hand each Lease to its heir (Config.Handover).
 	handover bool
+	// greedy: every member campaigns for every Lease (Config.Balance false).
+	greedy bool
 
 	joiners int           // a clean scale-up: this many nodes join at joinAt; no faults
 	joinAt  time.Duration // when they start joining
@@ -213,6 +216,7 @@ func newGSim(seed uint64) *gsim {
 		p.faultEvery = time.Duration(float64(p.timing.LeaseDuration) * (0.2 + 2*rng.Float64()))
 		p.handEdits, p.pauses, p.crashes, p.splits = rng.IntN(3) != 0, rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(3) != 0
 		p.handover = rng.IntN(2) == 0
+		p.greedy = rng.IntN(4) == 0
 	}
 	return buildGSim(seed, rng, p)
 }
@@ -227,7 +231,7 @@ func (p *gparams) cleanScaleUp(joiners int) {
 func buildGSim(seed uint64, rng *rand.Rand, p gparams) *gsim {
 	s := &gsim{
 		seed: seed, rng: rng, p: p,
-		cfg:   Config{Name: gsimGroup, Election: p.timing, Candidate: true, Balance: true, Handover: p.handover},
+		cfg:   Config{Name: gsimGroup, Election: p.timing, Candidate: true, Balance: !p.greedy, Handover: p.handover},
 		base:  time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		store: newGStore(), index: map[string]int{},
 		end: math.MaxInt64,
@@ -922,10 +926,17 @@ func (s *gsim) memberStop(n *gnode) {
 // heirs is, with handover, whom n hands each Lease to as it leaves
 // (group.successorFor, in a balanced group: Heirs); "" for each without.
 func (s *gsim) heirs(n *gnode) []string {
-	if !s.p.handover {
-		return make([]string, len(n.els))
+	heirs := make([]string, len(n.els))
+	switch {
+	case !s.p.handover:
+	case s.p.greedy:
+		for i := range heirs {
+			heirs[i] = Successor(n.name, n.mem.m.load())
+		}
+	default:
+		heirs = Heirs(n.name, n.clock.at(s.now), n.mem.m.load(), s.states(n))
 	}
-	return Heirs(n.name, n.clock.at(s.now), n.mem.m.load(), s.states(n))
+	return heirs
 }
 
 // states is what the plan needs of n's elections now.
@@ -965,12 +976,17 @@ func (s *gsim) plan(n *gnode) {
 	want := make([]bool, len(s.leases))
 	ok := true
 	var heirs []string
-	if n.fit {
+	switch {
+	case n.fit && s.p.greedy:
+		for i := range want {
+			want[i] = true
+		}
+	case n.fit:
 		var next time.Time
 		if want, next, ok = Balanced(n.name, now, n.mem.m.load(), s.states(n), s.cfg.settleTime()); ok && next.Before(wake) {
 			wake = next
 		}
-	} else {
+	default:
 		heirs = s.heirs(n) // leaving the group: hand over, as on shutdown
 	}
 	for i, w := range want {
