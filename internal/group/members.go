@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"reflect"
@@ -18,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
@@ -391,37 +388,10 @@ func (m *membership) publish(now time.Time) {
 	}
 }
 
-// watch lists and watches the member Leases until ctx ends, sending what
-// it sees to out; it lists again after any error, with a backoff that
-// doubles from the request timeout up to maxWatchBackoff, and starts over
-// after a stream that lasted longer than that.
+// watch lists and watches the member Leases (elect.WatchLeases) until ctx
+// ends, sending what it sees to out; it lists again after any error, with
+// a backoff that doubles from the request timeout.
 func (m *membership) watch(ctx context.Context, out chan<- memberEvent) {
-	selector := MemberLabel + "=" + m.group
-	backoff := m.timeout
-	for ctx.Err() == nil {
-		opened := m.clock.Now()
-		err := m.watchOnce(ctx, selector, out)
-		if ctx.Err() != nil {
-			return
-		}
-		m.log.Debug("member watch ended", "err", err)
-		if m.clock.Since(opened) > maxWatchBackoff {
-			backoff = m.timeout // the last stream was healthy for a while
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.clock.After(backoff):
-		}
-		backoff = min(2*backoff, maxWatchBackoff)
-	}
-}
-
-// maxWatchBackoff caps the delay between attempts to list and watch the
-// member Leases, as elect caps its own.
-const maxWatchBackoff = 30 * time.Second
-
-func (m *membership) watchOnce(ctx context.Context, selector string, out chan<- memberEvent) error {
 	send := func(ev memberEvent) bool {
 		select {
 		case out <- ev:
@@ -430,44 +400,18 @@ func (m *membership) watchOnce(ctx context.Context, selector string, out chan<- 
 			return false
 		}
 	}
-	listCtx, cancel := context.WithTimeout(ctx, m.timeout)
-	list, err := m.leases.List(listCtx, metav1.ListOptions{LabelSelector: selector})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("list: %w", err)
-	}
-	if !send(memberEvent{list: list.Items, listed: true}) {
-		return ctx.Err()
-	}
-	w, err := m.leases.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
-	if err != nil {
-		return fmt.Errorf("watch: %w", err)
-	}
-	defer w.Stop()
-	for {
-		var ev watch.Event
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case e, ok := <-w.ResultChan():
-			if !ok {
-				return errors.New("watch: stream closed by the server")
+	opts := metav1.ListOptions{LabelSelector: MemberLabel + "=" + m.group}
+	elect.WatchLeases(ctx, m.leases, opts, m.clock, m.timeout, m.timeout, elect.LeaseEvents{
+		Listed: func(list *coordinationv1.LeaseList) bool { return send(memberEvent{list: list.Items, listed: true}) },
+		Changed: func(l *coordinationv1.Lease, deleted bool) bool {
+			if deleted {
+				return send(memberEvent{deleted: l.Name})
 			}
-			ev = e
-		}
-		l, ok := ev.Object.(*coordinationv1.Lease)
-		switch {
-		case ev.Type == watch.Error:
-			return fmt.Errorf("watch: %w", apierrors.FromObject(ev.Object))
-		case !ok:
-		case ev.Type == watch.Added || ev.Type == watch.Modified:
-			if !send(memberEvent{lease: l}) {
-				return ctx.Err()
-			}
-		case ev.Type == watch.Deleted:
-			if !send(memberEvent{deleted: l.Name}) {
-				return ctx.Err()
-			}
-		}
-	}
+			return send(memberEvent{lease: l})
+		},
+		Down: func(err error) bool {
+			m.log.Debug("member watch ended", "err", err)
+			return true
+		},
+	})
 }
