@@ -336,19 +336,7 @@ func TestShutdownOrderInProcess(t *testing.T) {
 			}
 		}
 	}
-	stop() // as a signal does
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v, want nil after its context ended", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("Run did not return within a minute of its context's end")
-	}
-	want := []string{stepReadiness, stepProber, stepElection, stepLabeler, stepBlocking, stepServers}
-	if !slices.Equal(steps, want) {
-		t.Errorf("shutdown steps %q, want %q", steps, want)
-	}
+	shutDown(t, stop, done, &steps)
 	if n := p.probes.Load(); probesAfterProber == 0 || n != probesAfterProber {
 		t.Errorf("%d probes when the prober stopped, %d at the end: want some, and none after it stopped", probesAfterProber, n)
 	}
@@ -448,7 +436,21 @@ func TestShutdownOrderInProcessGroup(t *testing.T) {
 			}
 		}
 	}
-	stop() // as a signal does
+	shutDown(t, stop, done, &steps)
+}
+
+func ptrValue(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// shutDown ends Run's context, as a signal does, waits for Run to return
+// nil, and checks that the sidecar took every shutdown step, in order.
+func shutDown(t *testing.T, stop context.CancelFunc, done <-chan error, steps *[]string) {
+	t.Helper()
+	stop()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -458,14 +460,7 @@ func TestShutdownOrderInProcessGroup(t *testing.T) {
 		t.Fatal("Run did not return within a minute of its context's end")
 	}
 	want := []string{stepReadiness, stepProber, stepElection, stepLabeler, stepBlocking, stepServers}
-	if !slices.Equal(steps, want) {
-		t.Errorf("shutdown steps %q, want %q", steps, want)
+	if !slices.Equal(*steps, want) {
+		t.Errorf("shutdown steps %q, want %q", *steps, want)
 	}
-}
-
-func ptrValue(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
