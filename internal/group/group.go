@@ -165,9 +165,9 @@ func (g *Group) SetCandidate(ctx context.Context, fit bool, reason string) (bool
 // Run runs the group until ctx ends. On the way out it leaves the
 // membership (deletes its member Lease, so the others plan for this
 // instance's Leases) and, at the same time, stops every elector, which
-// releases what it holds (ReleaseOnStop). It
-// returns a non-nil error if an election cannot go on safely; the whole
-// group then stops.
+// releases what it holds (ReleaseOnStop), handed to its heir with
+// Handover. It returns a non-nil error if an election cannot go on safely;
+// the whole group then stops.
 func (g *Group) Run(ctx context.Context) error {
 	if !g.started.CompareAndSwap(false, true) {
 		return errors.New("group: Run called twice")
