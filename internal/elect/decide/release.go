@@ -11,11 +11,13 @@ import (
 	"github.com/leasehold/leasehold/internal/fence"
 )
 
-// maxReleaseAttempts bounds the read+write rounds of a release that keeps
-// conflicting with concurrent writers.
+// maxReleaseAttempts bounds the writes of a release that keeps conflicting
+// with concurrent writers.
 const maxReleaseAttempts = 5
 
-// releasing is a release under way: wait for holds, read, write.
+// releasing is a release under way: wait for holds, then write, on the
+// latest record this instance knows when that names it and no outcome is
+// unknown, else (and after a conflict) on a fresh read.
 type releasing struct {
 	replies []uint64 // Release and SetCandidate inputs to answer when done
 	// holdUntil, when set, is how long to wait for the ended term's holds
@@ -26,12 +28,12 @@ type releasing struct {
 	// outcome is unknown).
 	onlyIfMine bool
 	to         string // the successor the release is handed to; "" for anyone
-	attempts   int
-	target     *coordinationv1.Lease // a fresh read naming this instance: the release is conditioned on it
+	attempts   int                   // release writes that conflicted
+	target     *coordinationv1.Lease // a record naming this instance: the release is conditioned on it
 }
 
 // leave ends the term, if any (reports say so before anything is written),
-// and releases the Lease if a fresh read shows this instance holds it,
+// and releases the Lease if it names this instance (planRelease),
 // handed to successor to when set; the caller id is answered when done. A
 // release already under way goes on as it was asked.
 func (m *Machine) leave(now time.Time, reason string, id uint64, to string) {
@@ -76,6 +78,12 @@ func (m *Machine) planRelease(now time.Time) {
 		m.send(now, ReleaseSend)
 	case r.onlyIfMine && !m.namesMe() && !m.uncertain:
 		m.finishRelease(false, nil)
+	case r.attempts == 0 && m.namesMe() && !m.uncertain && !m.needRead:
+		// The latest record this instance knows names it: write on it.
+		// The precondition makes the write land only if that is still
+		// the stored record; a conflict reads afresh.
+		r.target = m.lease
+		m.send(now, ReleaseSend)
 	default:
 		m.send(now, ReleaseRead)
 	}

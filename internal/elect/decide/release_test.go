@@ -62,9 +62,34 @@ func TestHoldsWaitAtMostUntilValidityEnds(t *testing.T) {
 	}
 }
 
-// A deposed leader never erases its successor: its release reads first and
-// writes nothing when the read shows another holder, whether it was cut off
-// (its renewals failed) or a write it never saw replaced its own.
+// A leader that knows the record it holds releases with one write, on that
+// record: no read first, and the write is conditioned on the record's
+// resourceVersion (the harness's store, like the apiserver, takes it only
+// on the current one).
+func TestReleaseWritesOnTheRecordItKnows(t *testing.T) {
+	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+	held(h.store, "c", 15)
+	h.begin(true)
+	h.waitLeading(h.now, 5*time.Second)
+	from := h.now
+	h.feed(Stop{})
+	if !h.last.Stopped || holderOf(h.store.lease) != "" {
+		t.Fatalf("stopped=%v holder %q; want released and stopped", h.last.Stopped, holderOf(h.store.lease))
+	}
+	if sends, reads := h.count(ReleaseSend, from), h.count(ReleaseRead, from); sends != 1 || reads != 0 {
+		t.Fatalf("%d release writes and %d reads; want one write and no read", sends, reads)
+	}
+	for _, req := range h.sent {
+		if req.Purpose == ReleaseSend && req.Lease.ResourceVersion == "" {
+			t.Error("release not conditioned on a resourceVersion") // the store takes it only on the current one
+		}
+	}
+}
+
+// A deposed leader never erases its successor: whether it was cut off (its
+// renewals failed: it reads first) or a write it never saw replaced its own
+// (its release, conditioned on the record it knew, conflicts; it reads), it
+// writes nothing once a read shows another holder.
 func TestReleaseNeverErasesAnotherHolder(t *testing.T) {
 	t.Run("cut off", func(t *testing.T) {
 		h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
@@ -89,14 +114,15 @@ func TestReleaseNeverErasesAnotherHolder(t *testing.T) {
 		h.begin(false)
 		h.waitLeading(h.now, 5*time.Second)
 		held(h.store, "successor", 15) // unseen: no watch, no request since
+		successor := h.store.lease.ResourceVersion
 		from := h.now
 		h.feed(Release{ID: 1, StayOut: time.Minute})
 		h.feed(HoldsCleared{})
-		if len(h.replies) != 1 || h.replies[0].Released || holderOf(h.store.lease) != "successor" {
+		if len(h.replies) != 1 || h.replies[0].Released || holderOf(h.store.lease) != "successor" || h.store.lease.ResourceVersion != successor {
 			t.Fatalf("replies %+v, holder %q; want no release, successor untouched", h.replies, holderOf(h.store.lease))
 		}
-		if sends, reads := h.count(ReleaseSend, from), h.count(ReleaseRead, from); sends != 0 || reads != 1 {
-			t.Errorf("%d release writes and %d reads; want a read and no write", sends, reads)
+		if sends, reads := h.count(ReleaseSend, from), h.count(ReleaseRead, from); sends != 1 || reads != 1 {
+			t.Errorf("%d release writes and %d reads; want one write (refused: conflict), then a read, and nothing more", sends, reads)
 		}
 	})
 }
@@ -149,8 +175,8 @@ func TestStop(t *testing.T) {
 		h.begin(true)
 		h.cutOff = true
 		h.m.Step(h.now, Stop{})
-		if out := h.m.Step(h.now, HoldsCleared{}); out.Request == nil || out.Request.Purpose != ReleaseRead {
-			t.Fatalf("want the release's read, got %+v", out.Request)
+		if out := h.m.Step(h.now, HoldsCleared{}); out.Request == nil || out.Request.Purpose != ReleaseSend {
+			t.Fatalf("want the release's write, got %+v", out.Request)
 		}
 		out := h.m.Step(h.now, Result{Err: timeout})
 		said := false
