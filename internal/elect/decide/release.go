@@ -27,7 +27,7 @@ type releasing struct {
 	// the Lease (on Stop: the cache names someone else, and no acquire's
 	// outcome is unknown).
 	onlyIfMine bool
-	to         string // the successor the release is handed to; "" for anyone
+	to         string                // the successor the release is handed to; "" for anyone
 	attempts   int                   // release writes that conflicted
 	target     *coordinationv1.Lease // a record naming this instance: the release is conditioned on it
 }
