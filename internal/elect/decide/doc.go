@@ -56,9 +56,13 @@
 //     the term is refused, the record released and the attempt backed off.
 //     A read or write answer older than what was seen before it was sent is
 //     taken as such a rollback, so a leader still steps down on it.
-//   - Release never erases a successor: it is an Update conditioned on a
-//     fresh read that shows this instance as holder, signed with
-//     ReleasedByAnnotation. A release ends the term first; with holds on the
+//   - Release never erases a successor: it is an Update conditioned on the
+//     resourceVersion of a record that names this instance as holder,
+//     signed with ReleasedByAnnotation. That record is the latest this
+//     instance knows (its own last write, or a version it observed since)
+//     when that names it and no outcome is unknown; otherwise, and after
+//     such a write conflicts, a fresh read. Either way the write lands only
+//     on a stored record that names this instance. A release ends the term first; with holds on the
 //     term (a `leasehold run` command still running), it waits for them to
 //     end, at most until the term's validity ends.
 //

@@ -104,12 +104,12 @@ func (m *Machine) advertise(desired *coordinationv1.Lease) {
 	desired.Annotations[LeaderAddressOfAnnotation] = m.cfg.Identity
 }
 
-// releaseOf is the signed release of current, a fresh read that names this
-// instance, conditioned on its resourceVersion, handed to the release's
-// successor if it has one. It keeps leaseTransitions and the token
-// annotation, and takes the advertised address off;
-// leaseDurationSeconds 1 makes clients that
-// ignore an empty holder see it expire at once.
+// releaseOf is the signed release of current, a record that names this
+// instance (the latest known, or a fresh read), conditioned on its
+// resourceVersion, handed to the release's successor if it has one. It
+// keeps leaseTransitions and the token annotation, and takes the
+// advertised address off; leaseDurationSeconds 1 makes clients that ignore
+// an empty holder see it expire at once.
 func (m *Machine) releaseOf(now time.Time, current *coordinationv1.Lease) *coordinationv1.Lease {
 	released := current.DeepCopy()
 	stamp := metav1.NewMicroTime(now)
