@@ -128,6 +128,7 @@ type gnode struct {
 	loopDue             bool   // notified: a turn of the loop is queued
 	loopGen             uint64 // the loop's timer
 	calls               uint64
+	handedAt            time.Time // HandedTo last seen, on this node's clock
 }
 
 // gelection is one Lease's election on a node: the Machine and what its
@@ -983,7 +984,11 @@ func (s *gsim) plan(n *gnode) {
 		}
 	case n.fit:
 		var next time.Time
-		if want, next, ok = Balanced(n.name, now, n.mem.m.load(), s.states(n), s.cfg.settleTime()); ok && next.Before(wake) {
+		states := s.states(n)
+		if HandedTo(n.name, states) {
+			n.handedAt = now
+		}
+		if want, next, ok = Balanced(n.name, now, n.mem.m.load(), states, s.cfg.settleTime(), n.handedAt); ok && next.Before(wake) {
 			wake = next
 		}
 	default:

@@ -16,7 +16,8 @@ type loop struct {
 	inflight  []bool // a SetCandidate call on that elector is under way
 	results   chan int
 	calls     sync.WaitGroup
-	leading   []bool // as last published, for the move counts
+	leading   []bool    // as last published, for the move counts
+	handedAt  time.Time // when a Lease was last seen handed to this instance (HandedTo)
 }
 
 // run loops until ctx ends or an elector fails.
@@ -73,9 +74,12 @@ func (l *loop) plan(ctx context.Context, now time.Time, snap Snapshot) time.Time
 		for i, s := range snap.Leases {
 			states[i] = leaseStateOf(s)
 		}
+		if HandedTo(l.cfg.Election.Identity, states) {
+			l.handedAt = now
+		}
 		var ok bool
 		var next time.Time
-		if want, next, ok = Balanced(l.cfg.Election.Identity, now, l.members.load(), states, l.cfg.settleTime()); !ok {
+		if want, next, ok = Balanced(l.cfg.Election.Identity, now, l.members.load(), states, l.cfg.settleTime(), l.handedAt); !ok {
 			return wake // too early to judge: change nothing
 		}
 		if next.Before(wake) {

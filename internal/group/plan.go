@@ -133,9 +133,10 @@ func Assign(v View) []string {
 // Candidacy says, per Lease in configured order, whether this instance
 // campaigns for it: for the Leases Assign gives it. While membership is
 // not settled (a member joined less than the settle time ago: others may
-// still be joining), it keeps campaigning for the Leases it holds, so that
-// a scale-up by several members moves each Lease once, not once per member
-// seen. Giving a Lease up is a safe release (elect.Elector.SetCandidate),
+// still be joining; or a Lease was handed to this instance: its leaver may
+// not be seen gone yet), it keeps campaigning for the Leases it holds, so
+// that a scale-up by several members, or a leaver's handover, moves each
+// Lease once, not once per member seen. Giving a Lease up is a safe release (elect.Elector.SetCandidate),
 // which the member it is assigned to, already campaigning, takes within a
 // round trip. An instance that is not among Members campaigns for none.
 func Candidacy(v View, settled bool) []bool {
@@ -188,11 +189,12 @@ func (s LeaseState) validHolder(self string, now time.Time) string {
 
 // Balanced is a balancing member's plan at now: the candidacy it wants for
 // each Lease (Candidacy, with membership settled once settle has passed
-// since a member last joined), and when to plan again at the latest (a
-// holder's claim ends, or membership settles). ok is false while it is too
-// early to judge (the member Leases not yet listed, or a Lease not yet
+// since a member last joined and since a Lease was last handed to this
+// instance, handedAt: see HandedTo), and when to plan again at the latest
+// (a holder's claim ends, or membership settles). ok is false while it is
+// too early to judge (the member Leases not yet listed, or a Lease not yet
 // observed): change nothing then.
-func Balanced(self string, now time.Time, members *Members, leases []LeaseState, settle time.Duration) (want []bool, wake time.Time, ok bool) {
+func Balanced(self string, now time.Time, members *Members, leases []LeaseState, settle time.Duration, handedAt time.Time) (want []bool, wake time.Time, ok bool) {
 	if members == nil || !members.Listed {
 		return nil, time.Time{}, false
 	}
@@ -206,12 +208,33 @@ func Balanced(self string, now time.Time, members *Members, leases []LeaseState,
 			wake = s.FreeAt
 		}
 	}
-	settledAt := members.JoinedAt.Add(settle)
+	settledAt := members.JoinedAt
+	if handedAt.After(settledAt) {
+		settledAt = handedAt
+	}
+	settledAt = settledAt.Add(settle)
 	settled := !now.Before(settledAt)
 	if !settled && settledAt.Before(wake) {
 		wake = settledAt
 	}
 	return Candidacy(view, settled), wake, true
+}
+
+// HandedTo reports whether a Lease is handed to self now (reserved for it,
+// ReservedFor). The member that handed it over is leaving, but its member
+// Lease's deletion may reach self after the Lease does: until then self
+// counts the leaver as a member, and taking the Lease puts self above its
+// share among all of them. A planner that has been handed a Lease treats
+// membership as unsettled for the settle time (Balanced's handedAt), so
+// that it does not give up a Lease it holds in the meantime: each of the
+// leaver's Leases moves once, straight to where it stays.
+func HandedTo(self string, leases []LeaseState) bool {
+	for _, s := range leases {
+		if s.ReservedFor == self {
+			return true
+		}
+	}
+	return false
 }
 
 // viewOf is the View self plans on at now; ok is false while a Lease has

@@ -268,7 +268,7 @@ func TestBalancedOwnRecordBeforeTheAnswer(t *testing.T) {
 		{Observed: true, Holder: "m3"}, // m3's acquire landed; its answer is still on the way
 		held("m4"), free, free,
 	}
-	want, _, ok := Balanced("m3", now, members, leases, time.Second)
+	want, _, ok := Balanced("m3", now, members, leases, time.Second, time.Time{})
 	if !ok || !want[4] {
 		t.Fatalf("Balanced = %v (ok %v): m3 gives up orders-4, which its own record names", want, ok)
 	}
@@ -279,7 +279,7 @@ func TestBalancedOwnRecordBeforeTheAnswer(t *testing.T) {
 		if self == "m3" {
 			continue
 		}
-		w, _, _ := Balanced(self, now, members, others, time.Second)
+		w, _, _ := Balanced(self, now, members, others, time.Second, time.Time{})
 		if w[4] {
 			t.Errorf("%s campaigns for orders-4 too: %v", self, w)
 		}
@@ -308,4 +308,42 @@ func TestAssignExtraStaysPutWhileNewcomersTakeTheirs(t *testing.T) {
 			t.Errorf("once %s takes Lease %d: Assign = %v, was %v", m, i, got, before)
 		}
 	}
+}
+
+// TestBalancedHandedALeaseKeepsWhatItHolds is the race that made
+// TestBalancedLeaverHandsEachLeaseToItsHeir count 4 moves, not 2, in CI:
+// a leaver handed orders-0 to b, and b took it before it saw the leaver's
+// member Lease go. Counting the leaver still, b was above its share and
+// gave up a Lease of its own, which then moved again once the leaver was
+// gone. A member handed a Lease keeps what it holds for the settle time.
+func TestBalancedHandedALeaseKeepsWhatItHolds(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 1, 0, 0, time.UTC)
+	members := &Members{Identities: []string{"a", "b", "c"}, JoinedAt: now.Add(-time.Minute), Listed: true}
+	held := func(h string) LeaseState {
+		return LeaseState{Observed: true, Holder: h, FreeAt: now.Add(10 * time.Second)}
+	}
+	// b holds orders-0 (handed by a), 2 and 3; a still holds orders-1; c 4 and 5.
+	leases := []LeaseState{{Observed: true, Leading: true, Holder: "b"}, held("a"),
+		{Observed: true, Leading: true, Holder: "b"}, {Observed: true, Leading: true, Holder: "b"}, held("c"), held("c")}
+
+	unsettled, _, ok := Balanced("b", now, members, leases, time.Second, now.Add(-500*time.Millisecond))
+	if !ok || !unsettled[0] || !unsettled[2] || !unsettled[3] {
+		t.Fatalf("handed a Lease 500ms ago: Balanced = %v (ok %v), want b to keep orders-0, 2 and 3", unsettled, ok)
+	}
+	// Without the handover (or once the settle time has passed), the same
+	// view asks b to give one up: the rule is what keeps it.
+	settled, _, _ := Balanced("b", now, members, leases, time.Second, now.Add(-2*time.Second))
+	if kept := btoi(settled[0]) + btoi(settled[2]) + btoi(settled[3]); kept != 2 {
+		t.Errorf("settled: Balanced = %v, want b to keep 2 of its 3 (its share among a, b and c)", settled)
+	}
+	if !HandedTo("b", []LeaseState{{Observed: true, ReservedFor: "b"}}) || HandedTo("b", leases) {
+		t.Error("HandedTo: want true only while a Lease is reserved for b")
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
