@@ -302,13 +302,13 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 			}
 		},
 		// Another holder's terms are running out when the member's link
-		// to the apiserver is cut: its acquires go unanswered, so its
-		// elections no longer know what is stored (an acquire may have
-		// landed) and must read their Lease before they write again.
-		// Without get none can: it never leads.
+		// to the apiserver is cut: an acquire goes unanswered, so its
+		// election no longer knows what is stored (the acquire may have
+		// landed) and must read the Lease before it writes again. Without
+		// get it never can: a never leads that Lease.
 		"get": func(t *testing.T, s chartSetup, f fleet.Config) {
 			heldByAnother(t, f.Namespace, s.leases...)
-			inst := startCuttable(t, f, "a")
+			inst := f.StartTestVia(t, "a", true)
 			eventually(t, generous, "a sees the other holder of each Lease", func() bool {
 				for _, l := range groupState(t, inst).Leases {
 					if l.Holder != otherHolder {
@@ -317,14 +317,20 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 				}
 				return true
 			})
-			lostAnAnswer(t, inst, func() []string {
+			failed := lostAnAnswer(t, inst, func() []string {
 				var at []string
 				for _, l := range groupState(t, inst).Leases {
 					at = append(at, l.LastErrorAt)
 				}
 				return at
 			})
-			nothingHeld(t, inst, "get")
+			whileRefused(t, inst, "get", func() {
+				for _, i := range failed {
+					if l := groupState(t, inst).Leases[i]; l.Leader {
+						t.Fatalf("a leads %s, whose acquire went unanswered, without reading it", l.Lease)
+					}
+				}
+			})
 		},
 		// A member that leaves cannot delete its member Lease: the others
 		// keep counting it as a member until it expires, and so leave the

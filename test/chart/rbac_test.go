@@ -353,7 +353,7 @@ func TestEveryVerbOfTheChartRoleIsNeeded(t *testing.T) {
 		// never can: it never leads, though nobody else campaigns.
 		"get": func(t *testing.T, f fleet.Config) {
 			heldByAnother(t, f.Namespace, f.Lease)
-			inst := startCuttable(t, f, "a")
+			inst := f.StartTestVia(t, "a", true)
 			eventually(t, generous, "a sees the other holder", func() bool {
 				st, err := inst.Status(t.Context())
 				return err == nil && st.Holder == otherHolder
@@ -413,36 +413,25 @@ func heldByAnother(t *testing.T, ns string, names ...string) {
 	}
 }
 
-// startCuttable starts a sidecar whose link to the apiserver is its own
-// kubetest.Proxy (inst.Proxy), which the test can cut.
-func startCuttable(t *testing.T, f fleet.Config, name string) *fleet.Instance {
-	t.Helper()
-	inst, err := f.Start(t.Context(), name, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(inst.Stop)
-	return inst
-}
-
 // lostAnAnswer cuts inst's link to the apiserver (it holds every byte
-// while cut, so requests go unanswered) until each of inst's elections
-// reports a new error (errorsAt: each election's lastErrorAt, "" for none),
-// then heals it.
-func lostAnAnswer(t *testing.T, inst *fleet.Instance, errorsAt func() []string) {
+// while cut, so requests go unanswered) until at least one of inst's
+// elections reports a new error (errorsAt: each election's lastErrorAt, ""
+// for none), then heals it. It returns which elections did.
+func lostAnAnswer(t *testing.T, inst *fleet.Instance, errorsAt func() []string) (failed []int) {
 	t.Helper()
 	before := errorsAt()
 	inst.Proxy.Cut()
-	eventually(t, generous, inst.Name+" reports a request unanswered, each election", func() bool {
-		now := errorsAt()
-		for i := range now {
-			if now[i] == "" || (i < len(before) && now[i] == before[i]) {
-				return false
+	eventually(t, generous, inst.Name+" reports a request unanswered", func() bool {
+		failed = failed[:0]
+		for i, at := range errorsAt() {
+			if at != "" && (i >= len(before) || at != before[i]) {
+				failed = append(failed, i)
 			}
 		}
-		return len(now) > 0
+		return len(failed) > 0
 	})
 	inst.Proxy.Heal()
+	return failed
 }
 
 // wantNotLeader waits until inst has been refused verb twice more (two more

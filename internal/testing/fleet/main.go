@@ -37,7 +37,14 @@ func Main(m *testing.M, cluster **kubetest.Cluster, binary *string) int {
 // and stops it when t ends.
 func (c Config) StartTest(t testing.TB, name string) *Instance {
 	t.Helper()
-	inst, err := c.Start(t.Context(), name, false)
+	return c.StartTestVia(t, name, false)
+}
+
+// StartTestVia is StartTest, with the sidecar's apiserver traffic crossing
+// its own Proxy (Instance.Proxy, which the test can cut) when viaProxy.
+func (c Config) StartTestVia(t testing.TB, name string, viaProxy bool) *Instance {
+	t.Helper()
+	inst, err := c.Start(t.Context(), name, viaProxy)
 	if err != nil {
 		t.Fatal(err)
 	}
