@@ -136,9 +136,10 @@ func Assign(v View) []string {
 // still be joining; or a Lease was handed to this instance: its leaver may
 // not be seen gone yet), it keeps campaigning for the Leases it holds, so
 // that a scale-up by several members, or a leaver's handover, moves each
-// Lease once, not once per member seen. Giving a Lease up is a safe release (elect.Elector.SetCandidate),
-// which the member it is assigned to, already campaigning, takes within a
-// round trip. An instance that is not among Members campaigns for none.
+// Lease once, not once per member seen. Giving a Lease up is a safe release
+// (elect.Elector.SetCandidate), which the member it is assigned to, already
+// campaigning, takes within a round trip. An instance that is not among
+// Members campaigns for none.
 func Candidacy(v View, settled bool) []bool {
 	want := make([]bool, len(v.Holders))
 	if !slices.Contains(v.Members, v.Self) {
@@ -221,10 +222,11 @@ func Balanced(self string, now time.Time, members *Members, leases []LeaseState,
 }
 
 // HandedTo reports whether a Lease is handed to self now (reserved for it,
-// ReservedFor). The member that handed it over is leaving, but its member
-// Lease's deletion may reach self after the Lease does: until then self
-// counts the leaver as a member, and taking the Lease puts self above its
-// share among all of them. A planner that has been handed a Lease treats
+// ReservedFor). The member that handed it over is most often leaving (a
+// shutdown or a health step-down; a POST /v1/leases/{lease}/release?to=
+// keeps it a member), and its member Lease's deletion may reach self after
+// the Lease does: until then self counts the leaver as a member, and
+// taking the Lease puts self above its share among all of them. A planner that has been handed a Lease treats
 // membership as unsettled for the settle time (Balanced's handedAt), so
 // that it does not give up a Lease it holds in the meantime: each of the
 // leaver's Leases moves once, straight to where it stays.
