@@ -277,6 +277,31 @@ func TestReleasedLeaseIsTakenWithoutWaitingForAPoll(t *testing.T) {
 	}
 }
 
+// An instance that watched the successor's acquire reports its token at
+// once, while the Lease does not carry it yet: the successor publishes it
+// with its first renewal, a retryPeriod later.
+func TestFollowerReportsTheNewTokenFromTheAcquireItWatched(t *testing.T) {
+	const slowRetry = 2 * time.Second
+	f := newFixture(t)
+	a, _, b := f.leaderAndWatcher(slowRetry)
+	c := f.start("c", withTimings(5*time.Second, 2500*time.Millisecond, slowRetry), withdrawn())
+	c.waitFor(t, "c watches", func(s *elect.Snapshot) bool { return s.WatchUp && s.Holder == "a" })
+
+	a.stop(t)
+	acquired := b.waitFor(t, "b leads", leading)
+	seen := c.waitFor(t, "c sees b", func(s *elect.Snapshot) bool { return s.Holder == "b" })
+	lease, err := f.adminLeases().Get(t.Context(), leaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen.Token != acquired.Token {
+		t.Errorf("c reports token %d for b; want b's %d", seen.Token, acquired.Token)
+	}
+	if _, published := lease.Annotations[fence.Annotation]; published {
+		t.Skipf("b published its token before this test read the Lease (%v after it led): cannot tell what c knew from what b published", time.Since(acquired.AcquiredAt))
+	}
+}
+
 // Release steps down, writes the empty holder, and keeps the instance out
 // for the asked time; it is idempotent; afterwards the instance campaigns
 // again and re-acquires with a larger token.

@@ -83,6 +83,10 @@ func withTimings(lease, renew, retry time.Duration) option {
 	}
 }
 
+func withdrawn() option {
+	return func(c *elect.Config, _ **rest.Config) { c.StartWithdrawn = true }
+}
+
 func withoutRelease() option {
 	return func(c *elect.Config, _ **rest.Config) { c.ReleaseOnStop = false }
 }

@@ -22,7 +22,7 @@ type Snapshot struct {
 
 	Holder string      // the Lease's holder, "" when none or unknown
 	Term   int32       // leaseTransitions of the holder's term; people only, not a token
-	Token  fence.Token // the current term's token: own when leading, else the holder's published one; 0 when unknown
+	Token  fence.Token // the current term's token: own when leading, else the holder's, as seen on its acquire or as published; 0 when unknown
 	// LeaderAddress is the holder's advertised address (own when leading),
 	// "" when it has none or there is no holder. Like Holder it says nothing
 	// of validity: use ValidLeaderAddress.

@@ -32,18 +32,16 @@ func TestPublished(t *testing.T) {
 
 func TestCredible(t *testing.T) {
 	cases := []struct {
-		published, leaseRV, floor Token
-		want                      bool
+		published, leaseRV Token
+		want               bool
 	}{
-		{published: 10, leaseRV: 11, floor: 0, want: true},
-		{published: 10, leaseRV: 11, floor: 10, want: true},
-		{published: 10, leaseRV: 10, floor: 0, want: false}, // cannot publish the RV of the publishing write itself
-		{published: 99, leaseRV: 11, floor: 0, want: false}, // made up by hand
-		{published: 5, leaseRV: 11, floor: 6, want: false},  // would go backwards
+		{published: 10, leaseRV: 11, want: true},
+		{published: 10, leaseRV: 10, want: false}, // cannot publish the RV of the publishing write itself
+		{published: 99, leaseRV: 11, want: false}, // made up by hand
 	}
 	for _, c := range cases {
-		if got := Credible(c.published, c.leaseRV, c.floor); got != c.want {
-			t.Errorf("Credible(%d, %d, %d) = %v, want %v", c.published, c.leaseRV, c.floor, got, c.want)
+		if got := Credible(c.published, c.leaseRV); got != c.want {
+			t.Errorf("Credible(%d, %d) = %v, want %v", c.published, c.leaseRV, got, c.want)
 		}
 	}
 }

@@ -45,14 +45,14 @@ func Published(annotations map[string]string) (Token, bool) {
 }
 
 // Credible reports whether a token published on a Lease can be the current
-// term's, given the resourceVersion the Lease has now (leaseRV) and the
-// largest token this instance has reported so far (floor).
+// term's, given the resourceVersion the Lease has now (leaseRV).
 //
 // A genuine published token is the resourceVersion of the write that
 // acquired the term, and it is published by a later write, so it is smaller
 // than the Lease's own resourceVersion; a larger value was made up by hand.
-// A token below floor would make the tokens an instance reports go
-// backwards, which apps are promised never happens.
-func Credible(published, leaseRV, floor Token) bool {
-	return published < leaseRV && published >= floor
+// A credible token can still be older than one an instance reported before:
+// keeping reported tokens from going backwards, as apps are promised, is
+// the reporter's job.
+func Credible(published, leaseRV Token) bool {
+	return published < leaseRV
 }

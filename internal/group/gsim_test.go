@@ -150,6 +150,7 @@ type gstream struct {
 	gen     uint64
 	open    bool
 	last    time.Duration // delivery time of its latest event
+	sent    string        // resourceVersion of the Lease version it sent last ("" when none, or one was missed)
 	opened  time.Duration // when its current attempt began
 	backoff time.Duration // before the next attempt after a failure
 }
@@ -587,9 +588,17 @@ func (s *gsim) sendLease(n *gnode, e *gelection, req decide.Request) {
 func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
 	if i, ok := s.index[name]; ok {
 		for _, n := range s.nodes {
-			if e := n.els[i]; n.alive && e.watch.open && s.now >= n.cutOffUntil {
-				s.push(n, &e.watch, func() { s.step(n, e, decide.Observed{Lease: l, ResourceVersion: rv}) })
+			e := n.els[i]
+			if !n.alive || !e.watch.open || s.now < n.cutOffUntil {
+				e.watch.sent = "" // missed
+				continue
 			}
+			follows := e.watch.sent
+			e.watch.sent = ""
+			if l != nil {
+				e.watch.sent = rv
+			}
+			s.push(n, &e.watch, func() { s.step(n, e, decide.Observed{Lease: l, ResourceVersion: rv, Follows: follows}) })
 		}
 		return
 	}
@@ -652,7 +661,10 @@ func (s *gsim) openLeaseWatch(n *gnode, e *gelection) {
 		if l != nil {
 			rv = l.ResourceVersion
 		}
-		st.open, st.last = true, s.now
+		st.open, st.last, st.sent = true, s.now, ""
+		if l != nil {
+			st.sent = rv
+		}
 		s.in(n, func() { s.step(n, e, decide.Observed{Lease: l, ResourceVersion: rv}) })
 		s.in(n, func() { s.step(n, e, decide.WatchUp{}) })
 	})

@@ -204,7 +204,7 @@ func TestLeaderRenewsOnItsEditedRecordAndStripsASignature(t *testing.T) {
 	h.begin(true)
 	token := h.last.Report.Token
 	h.advance(500 * time.Millisecond)
-	h.store.edit(func(l *coordinationv1.Lease) { l.Annotations[ReleasedByAnnotation] = "c" })
+	h.store.edit(func(l *coordinationv1.Lease) { l.Annotations = map[string]string{ReleasedByAnnotation: "c"} })
 	h.feed(Tick{})
 	if !h.leading() || h.last.Report.Token != token {
 		t.Fatalf("leading=%v token %d; want the same term", h.leading(), h.last.Report.Token)

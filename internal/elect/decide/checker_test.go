@@ -20,6 +20,8 @@ import (
 //     instance naming it, and is larger than every earlier term's;
 //   - no term resumes once its validity ran out, and no token is reused;
 //   - the tokens an instance reports never go backwards;
+//   - a token an instance reports for another instance that holds the
+//     Lease is the resourceVersion of that holder's acquiring write;
 //   - a release lands only on a record its releaser held (sim.apply);
 //
 // and, at the end, liveness: once nothing has disturbed the history for
@@ -33,6 +35,18 @@ type checker struct {
 	maxToken  fence.Token
 	reported  map[*instance]fence.Token
 	quietFrom time.Duration
+}
+
+// holdersToken judges the token r reports for a holder other than its
+// reporter: when the holder is an instance (hand edits name no instance),
+// the token must be a version written by that instance's acquire.
+func (c *checker) holdersToken(in *instance, r Report) {
+	if r.Leading || r.Holder == in.identity || !slices.ContainsFunc(c.s.instances, func(i *instance) bool { return i.identity == r.Holder }) {
+		return
+	}
+	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.writer != r.Holder || v.holder != r.Holder || v.lease == nil || !acquiring(v.lease) {
+		c.fail("%s reports token %d for holder %s, which is not the resourceVersion of an acquiring write of %s (%+v)", in.identity, r.Token, r.Holder, r.Holder, v)
+	}
 }
 
 // termRecord is one term, in real time.
@@ -60,6 +74,7 @@ func (c *checker) observe(in *instance, r Report) {
 			c.fail("%s reported token %d after %d", in.identity, r.Token, c.reported[in])
 		}
 		c.reported[in] = r.Token
+		c.holdersToken(in, r)
 	}
 	cur := c.open[in]
 	if !r.Leading || !in.local(c.s.base, now).Before(r.ValidUntil) {

@@ -62,9 +62,22 @@
 //     instance knows (its own last write, or a version it observed since)
 //     when that names it and no outcome is unknown; otherwise, and after
 //     such a write conflicts, a fresh read. Either way the write lands only
-//     on a stored record that names this instance. A release ends the term first; with holds on the
-//     term (a `leasehold run` command still running), it waits for them to
-//     end, at most until the term's validity ends.
+//     on a stored record that names this instance. A release ends the term
+//     first; with holds on the term (a `leasehold run` command still
+//     running), it waits for them to end, at most until the term's validity
+//     ends.
+//
+// # Another holder's token
+//
+// A term's token can only be published on the Lease by a later write than
+// the one that acquired it: the holder's first renewal, a retryPeriod after
+// the acquire like every renewal, publishes it (fence.Annotation). An
+// instance whose watch delivered the acquire right after the version it
+// already knew (Observed.Follows) reports the token at once: no write came
+// between the two versions, so the acquire is its term's first, and its
+// resourceVersion is the token. Any other instance reports the published
+// token, once it is credible. The tokens an instance reports never go
+// backwards.
 //
 // Hand edits the contract assumes away: writing a live instance's identity
 // into holderIdentity, and forging ReleasedByAnnotation on an empty record.

@@ -21,12 +21,13 @@ type harness struct {
 	now   time.Time
 	last  Output
 
-	watching bool            // store changes reach the Machine at once (a watch is up)
-	cutOff   bool            // requests fail with a timeout and never reach the store
-	lose     map[Purpose]int // the next n requests with a purpose reach the store, but their answers are lost
-	queued   []watchEvent    // changes the watch has yet to deliver
-	sent     []sentRequest   // every request, in order
-	replies  []Reply
+	watching  bool            // store changes reach the Machine at once (a watch is up)
+	cutOff    bool            // requests fail with a timeout and never reach the store
+	lose      map[Purpose]int // the next n requests with a purpose reach the store, but their answers are lost
+	queued    []watchEvent    // changes the watch has yet to deliver
+	watchLast string          // resourceVersion of the version the watch delivered last ("" when none, or one was missed)
+	sent      []sentRequest   // every request, in order
+	replies   []Reply
 }
 
 type sentRequest struct {
@@ -60,6 +61,8 @@ func newHarness(t *testing.T, cfg Config, s *store) *harness {
 	s.watchers = append(s.watchers, func(ev watchEvent) {
 		if h.watching {
 			h.queued = append(h.queued, ev)
+		} else {
+			h.watchLast = "" // missed: the next event follows an unknown version
 		}
 	})
 	return h
@@ -71,6 +74,7 @@ func (h *harness) begin(watching bool) {
 	h.feed(Start{})
 	if watching {
 		l, _ := h.store.get()
+		h.watchLast = h.rv()
 		h.feed(Observed{Lease: l, ResourceVersion: h.rv()})
 		h.feed(WatchUp{})
 	}
@@ -97,7 +101,12 @@ func (h *harness) feed(in Input) Output {
 		case len(h.queued) > 0:
 			ev := h.queued[0]
 			h.queued = h.queued[1:]
-			out = h.m.Step(h.now, Observed{Lease: ev.lease, ResourceVersion: ev.rv})
+			follows := h.watchLast
+			h.watchLast = ""
+			if ev.lease != nil {
+				h.watchLast = ev.rv
+			}
+			out = h.m.Step(h.now, Observed{Lease: ev.lease, ResourceVersion: ev.rv, Follows: follows})
 		case out.AwaitHolds != 0:
 			out = h.m.Step(h.now, HoldsCleared{})
 		default:

@@ -20,9 +20,16 @@ type Tick struct{}
 // absence (Lease nil; ResourceVersion is then the list's or the deletion's,
 // "" if unknown). Watch observations may lag behind reads and writes;
 // anything older than what is known is ignored.
+//
+// Follows is the resourceVersion of the version of the Lease that the same
+// watch stream delivered just before this one (its list's included), ""
+// when there is none (the first of a stream, or after a deletion) or the
+// stream may have missed a version. A watch delivers every version in
+// order, so no write came between the two.
 type Observed struct {
 	Lease           *coordinationv1.Lease
 	ResourceVersion string
+	Follows         string
 }
 
 // WatchUp says that a watch on the Lease is open: candidates stop polling.

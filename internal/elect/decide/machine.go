@@ -32,6 +32,7 @@ type Machine struct {
 	lastTerm     int32                 // leaseTransitions last seen, kept across a deletion
 	heldSeen     bool                  // a held record has been seen
 	heldDuration time.Duration         // leaseDurationSeconds of the last held record seen
+	acquireSeen  acquireSeen           // the last acquiring write the watch showed begin a term
 
 	// notBefore is when the current record becomes free for this instance
 	// (see claim). It never moves earlier, except when a holder's signed
@@ -127,6 +128,7 @@ func (m *Machine) handle(now time.Time, in Input) {
 	switch in := in.(type) {
 	case Start, Tick:
 	case Observed:
+		m.seeAcquire(in)
 		m.observe(now, in.Lease, in.ResourceVersion, nil)
 	case WatchUp:
 		if !m.watchUp {
@@ -341,10 +343,8 @@ func (m *Machine) report(now time.Time) Report {
 		r.Holder, r.Term, r.Token = m.cfg.Identity, m.term.transitions, m.term.token
 		r.LeaderAddress = m.cfg.AdvertiseAddress
 		r.AcquiredAt = m.term.acquireTime
-	} else if r.Holder != "" {
-		if t, ok := fence.Published(m.lease.Annotations); ok && fence.Credible(t, tokenOf(m.lease.ResourceVersion), m.reportedFloor) {
-			r.Token = t
-		}
+	} else if t := m.holdersToken(); t >= m.reportedFloor {
+		r.Token = t
 	}
 	m.reportedFloor = max(m.reportedFloor, r.Token)
 	return r

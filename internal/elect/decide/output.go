@@ -96,7 +96,7 @@ type Report struct {
 
 	Holder string      // the Lease's holder, "" when none or unknown
 	Term   int32       // leaseTransitions of the holder's term; people only
-	Token  fence.Token // the current term's token: own when leading, else the holder's credible published one; 0 when unknown
+	Token  fence.Token // the current term's token: own when leading, else the holder's, as seen on its acquire or credibly published; 0 when unknown
 	// LeaderAddress is the holder's advertised address (its
 	// Config.AdvertiseAddress): own when leading, else as the holder wrote
 	// it on the record; "" when it has none or there is no holder. It says

@@ -131,7 +131,11 @@ func (m *Machine) startTerm(now time.Time, p *pending, transitions *int32, token
 		transitions: transitionsOfPtr(transitions),
 		acquireTime: p.sent,
 		validUntil:  fence.ValidUntil(p.sent, m.cfg.RenewDeadline),
-		nextRenew:   now, // publish the token right away
+		// The first renewal, a retryPeriod on as every renewal, publishes
+		// the token. Instances that saw this acquire know it already
+		// (holdersToken), and a burst of takeovers is not slowed by as many
+		// writes again.
+		nextRenew: p.sent.Add(m.cfg.RetryPeriod),
 	}
 	m.shield = m.term.validUntil
 	m.uncertain = false

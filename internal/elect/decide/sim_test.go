@@ -101,6 +101,7 @@ type instance struct {
 	watchGen  uint64        // the watch stream's generation: events of older streams are dropped
 	watchOpen bool
 	lastWatch time.Duration // delivery time of the watch's last event: a stream keeps order
+	watchLast string        // resourceVersion of the version the stream sent last ("" after a deletion or a missed event)
 
 	candidate    bool          // the app wants it in the election (SetCandidate)
 	stayOutUntil time.Duration // real time its last Release's stay-out ends
@@ -456,7 +457,10 @@ func (s *sim) openWatch(in *instance) {
 		if l != nil {
 			rv = l.ResourceVersion
 		}
-		in.watchOpen, in.lastWatch = true, s.now
+		in.watchOpen, in.lastWatch, in.watchLast = true, s.now, ""
+		if l != nil {
+			in.watchLast = rv
+		}
 		s.deliver(in, Observed{Lease: l, ResourceVersion: rv})
 		s.deliver(in, WatchUp{})
 	})
@@ -487,13 +491,19 @@ func (s *sim) broadcast(ev watchEvent) {
 	}
 	for _, in := range s.instances {
 		if !in.alive || !in.watchOpen || s.now < in.cutOffUntil {
-			continue // a cut-off stream misses it; it breaks when the cut heals
+			in.watchLast = "" // a cut-off stream misses it; it breaks when the cut heals
+			continue
 		}
 		gen := in.watchGen
 		in.lastWatch = max(in.lastWatch, s.now+s.latency())
+		follows := in.watchLast
+		in.watchLast = ""
+		if ev.lease != nil {
+			in.watchLast = ev.rv
+		}
 		s.at(in.lastWatch, func() {
 			if in.watchGen == gen && in.watchOpen {
-				s.deliver(in, Observed{Lease: ev.lease, ResourceVersion: ev.rv})
+				s.deliver(in, Observed{Lease: ev.lease, ResourceVersion: ev.rv, Follows: follows})
 			}
 		})
 	}
