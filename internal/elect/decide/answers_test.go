@@ -17,9 +17,7 @@ import (
 // term, its token that write's resourceVersion) after one backoff, instead
 // of waiting out its own lease like a stranger's.
 func TestLostAcquireAnswerIsTakenBackAtOnce(t *testing.T) {
-	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
-	held(h.store, "x", 15)
-	released(h.store, "x")
+	h := afterRelease(t, standardConfig("c"))
 	h.lose[Acquire] = 1
 	h.begin(false) // read, then the acquire, whose answer is lost
 	if h.leading() {
@@ -123,9 +121,7 @@ func TestLateRenewalStartsANewTerm(t *testing.T) {
 // steps down on it.
 func TestResourceVersionRollback(t *testing.T) {
 	t.Run("acquire refused, backing off", func(t *testing.T) {
-		h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
-		held(h.store, "x", 15)
-		released(h.store, "x")
+		h := afterRelease(t, standardConfig("c"))
 		h.begin(false)
 		if !h.leading() {
 			t.Fatal("c does not lead")

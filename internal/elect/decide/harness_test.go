@@ -228,6 +228,16 @@ func held(s *store, holder string, seconds int32) {
 	}
 }
 
+// afterRelease is a harness for cfg on a Lease that x held, then released
+// (signed): free for anyone at once.
+func afterRelease(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	h := newHarness(t, cfg, newStore("ns", "lease"))
+	held(h.store, "x", 15)
+	released(h.store, "x")
+	return h
+}
+
 // released writes holder's signed release into s.
 func released(s *store, holder string) {
 	l := s.lease.DeepCopy()

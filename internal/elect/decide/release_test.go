@@ -130,9 +130,7 @@ func TestReleaseNeverErasesAnotherHolder(t *testing.T) {
 // Withdrawn while an acquire is in flight: if it lands, no term starts and
 // the record is released once the answer is in.
 func TestWithdrawnDuringAcquireReleasesWhatLanded(t *testing.T) {
-	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
-	held(h.store, "x", 15)
-	released(h.store, "x")
+	h := afterRelease(t, standardConfig("c"))
 	h.watching = true
 	out := h.m.Step(h.now, Start{})
 	h.record(out)
@@ -198,9 +196,7 @@ func TestStop(t *testing.T) {
 		}
 	})
 	t.Run("acquire outcome unknown", func(t *testing.T) {
-		h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
-		held(h.store, "x", 15)
-		released(h.store, "x")
+		h := afterRelease(t, standardConfig("c"))
 		h.lose[Acquire] = 1
 		h.begin(false)
 		h.store.edit(func(l *coordinationv1.Lease) {}) // the cache is stale: only a read tells

@@ -42,15 +42,28 @@ func renewedBy(s *store, token fence.Token, now time.Time) {
 	}
 }
 
+// observerConfig is standardConfig for an instance that never campaigns.
+func observerConfig(identity string) Config {
+	cfg := standardConfig(identity)
+	cfg.StartWithdrawn = true
+	return cfg
+}
+
+// wantToken delivers what the watch has yet to deliver, then checks the
+// token h's Machine reports.
+func wantToken(h *harness, when string, want fence.Token) {
+	h.t.Helper()
+	h.feed(Tick{})
+	if got := h.last.Report.Token; got != want {
+		h.t.Errorf("%s: token %d; want %d", when, got, want)
+	}
+}
+
 // An instance whose watch showed the acquire reports the new holder's
 // token at once, before the holder publishes it, and keeps it through a
 // hand edit of that very record (which leaves it looking like an acquire).
 func TestFollowerReportsTheTokenOfAnAcquireItWatched(t *testing.T) {
-	cfg := standardConfig("c")
-	cfg.StartWithdrawn = true
-	h := newHarness(t, cfg, newStore("ns", "lease"))
-	held(h.store, "x", 15)
-	released(h.store, "x")
+	h := afterRelease(t, observerConfig("c"))
 	h.begin(true)
 	if r := h.last.Report; r.Holder != "" || h.count(Acquire, h.start) != 0 {
 		t.Fatalf("holder %q after %d acquires; want a released Lease", r.Holder, h.count(Acquire, h.start))
@@ -61,45 +74,30 @@ func TestFollowerReportsTheTokenOfAnAcquireItWatched(t *testing.T) {
 		t.Fatalf("after the acquire: holder %q token %d; want y with %d", r.Holder, r.Token, token)
 	}
 	h.store.edit(func(l *coordinationv1.Lease) { l.Annotations = map[string]string{"example.com/note": "1"} })
-	h.feed(Tick{})
-	if r := h.last.Report; r.Token != token {
-		t.Errorf("after a hand edit of the acquiring record: token %d; want still %d", r.Token, token)
-	}
+	wantToken(h, "after a hand edit of the acquiring record", token)
 	renewedBy(h.store, token, h.now.Add(time.Second))
-	h.feed(Tick{})
-	if r := h.last.Report; r.Token != token {
-		t.Errorf("after the publishing renewal: token %d; want %d", r.Token, token)
-	}
+	wantToken(h, "after the publishing renewal", token)
 }
 
 // An instance that did not see the acquire written (here it starts after
 // it: its list shows the acquiring record) cannot tell that record from a
 // hand edit of it, so it reports no token until the holder publishes one.
 func TestFollowerThatMissedTheAcquireWaitsForThePublishedToken(t *testing.T) {
-	cfg := standardConfig("c")
-	cfg.StartWithdrawn = true
-	h := newHarness(t, cfg, newStore("ns", "lease"))
-	held(h.store, "x", 15)
-	released(h.store, "x")
+	h := afterRelease(t, observerConfig("c"))
 	token := acquiredBy(h.store, "y", h.now)
 	h.begin(true)
 	if r := h.last.Report; r.Holder != "y" || r.Token != 0 {
 		t.Fatalf("holder %q token %d; want y with no token known", r.Holder, r.Token)
 	}
 	renewedBy(h.store, token, h.now.Add(time.Second))
-	h.feed(Tick{})
-	if r := h.last.Report; r.Token != token {
-		t.Errorf("after the publishing renewal: token %d; want %d", r.Token, token)
-	}
+	wantToken(h, "after the publishing renewal", token)
 }
 
 // A new term's first renewal, which publishes its token, comes a
 // retryPeriod after the acquire, like every renewal: a takeover is one
 // write, not two.
 func TestFirstRenewalPublishesTheTokenARetryPeriodOn(t *testing.T) {
-	h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
-	held(h.store, "x", 15)
-	released(h.store, "x")
+	h := afterRelease(t, standardConfig("c"))
 	h.begin(true)
 	if !h.leading() {
 		t.Fatal("not leading after a signed release")
