@@ -21,7 +21,18 @@ import (
 //     Lease naming it, and exceeds every earlier term's token of the Lease;
 //   - no term resumes after its validity ran out, no token is reused, and
 //     the tokens a node reports for a Lease never go backwards;
-//   - a release lands only on its releaser's record (gsim.sendLease).
+//   - a release lands only on its releaser's record (gsim.sendLease);
+//   - a token a node reports for another node holding the Lease is the
+//     resourceVersion of that node's own acquiring write of it;
+//   - observers: an observer never reports leading or campaigning, sends
+//     nothing but reads (gsim.sendLease), and writes no object at all, no
+//     member Lease either (gsim.committed);
+//   - declines: from the moment a node's Machine is handed the Release of
+//     a decline until the stay-out has ended on the node's clock, the
+//     Machine neither campaigns for that Lease nor holds it; and a
+//     balanced member's plan never campaigns for a Lease its own view of
+//     the members says it declines, unless that view has it holding the
+//     Lease (plan).
 //
 // In the quiet tail, convergence: within bound() of the last disturbance
 // the group reaches the fair share, that is every live member's view of
@@ -29,6 +40,16 @@ import (
 // held by a live member, and each member holds ⌊L/M⌋ or ⌈L/M⌉ of them.
 // From then until the end of the history no Lease starts a new term (no
 // move, no flapping) and every converged term stays valid.
+//
+// Observers are not members: they hold nothing, and no member's view may
+// count them. At the end of the history every live node, member or
+// observer, reports each Lease's holder and that holder's token.
+//
+// A decline made once the tail has converged (gsim.tailDecline): another
+// member takes the Lease within takeoverBound, when there is one and every
+// member's clock reads the stay-out as running until then (expectTakeover);
+// the stay-out disturbs the group until it has ended, and the group must
+// converge again.
 //
 // In a clean scale-up, besides: the Leases change holder exactly as often
 // as the fewest moves a fair share needs from the holders when the new
@@ -51,6 +72,18 @@ type gchecker struct {
 	scaled    bool
 	heldAt    []string
 	termsAtUp []int
+
+	take     *gtake  // the tail's decline, when its takeover is judged
+	takeLate float64 // how much of takeoverBound the takeover took
+}
+
+// gtake is a decline in the quiet tail that another member must take over.
+type gtake struct {
+	from  *gnode
+	i     int
+	at    time.Duration
+	bound time.Duration
+	done  bool
 }
 
 // gslot is one node's election for one Lease.
@@ -88,6 +121,13 @@ func (c *gchecker) report(n *gnode, i int, r decide.Report) {
 			c.fail("%s reported token %d for %s after %d", n.name, r.Token, lease, c.reported[slot])
 		}
 		c.reported[slot] = r.Token
+		c.holdersToken(n, i, r)
+	}
+	if n.observer && (r.Leading || r.Candidate) {
+		c.fail("observer %s reports leading %v, candidate %v for %s", n.name, r.Leading, r.Candidate, lease)
+	}
+	if until := n.els[i].declinedUntil; (r.Leading || r.Candidate) && n.clock.at(now).Before(until) {
+		c.fail("%s reports leading %v, candidate %v for %s, which it declined until %s", n.name, r.Leading, r.Candidate, lease, until.Format("15:04:05.000"))
 	}
 	cur := c.open[slot]
 	if !r.Leading || !n.clock.at(now).Before(r.ValidUntil) {
@@ -130,11 +170,91 @@ func (c *gchecker) report(n *gnode, i int, r decide.Report) {
 		c.fail("%s moved from %s to %s (new term %d) after the group reached its fair share at %.4fs, with nothing disturbing it since %.4fs",
 			lease, prev, n.name, r.Token, c.converged.Seconds(), c.quietFrom.Seconds())
 	}
+	if tk := c.take; tk != nil && !tk.done && tk.i == i && n != tk.from {
+		tk.done = true
+		c.takeLate = max(c.takeLate, float64(now-tk.at)/float64(tk.bound))
+		c.s.tracef("%s takes %s %v after %s declined it", n.name, lease, now-tk.at, tk.from.name)
+	}
 	t := &gterm{n: n, token: r.Token, start: now, end: end}
 	c.terms[i] = append(c.terms[i], t)
 	c.open[slot] = t
 	c.maxToken[i] = r.Token
 	c.overlaps(i, t)
+}
+
+// holdersToken judges the token n reports for Lease i's holder when that
+// is another node (hand edits name strangers): it must be the
+// resourceVersion of that node's own acquiring write of the Lease.
+func (c *gchecker) holdersToken(n *gnode, i int, r decide.Report) {
+	if r.Leading || r.Holder == n.name || !c.s.named[r.Holder] {
+		return
+	}
+	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.name != c.s.leases[i] || v.writer != r.Holder || v.holder != r.Holder || !v.acquiring {
+		c.fail("%s reports token %d for %s's holder %s, which is not the resourceVersion of an acquiring write of it by %s (%+v)",
+			n.name, r.Token, c.s.leases[i], r.Holder, r.Holder, v)
+	}
+}
+
+// plan judges a balanced member's plan at now, from its view of the
+// members and its elections' states: it never campaigns for a Lease that
+// view says it declines, unless the view has it holding that Lease
+// (Candidacy keeps what a member holds while membership settles; the
+// Machine's stay-out keeps it from acquiring again).
+func (c *gchecker) plan(n *gnode, now time.Time, members *Members, states []LeaseState, want []bool) {
+	declined := members.Declined[n.name]
+	if len(declined) == 0 {
+		return
+	}
+	for i, w := range want {
+		if w && slices.Contains(declined, c.s.leases[i]) && states[i].validHolder(n.name, now) != n.name {
+			c.fail("%s's plan campaigns for %s, which it declines (its view: %v declined by it)", n.name, c.s.leases[i], declined)
+		}
+	}
+}
+
+// takeoverBound is how long a Lease declined in the quiet tail may go
+// without another member's term: the decliner's member Lease write and its
+// release (each perhaps after a request under way), the watch events that
+// carry them, the others' candidacy (goroutine hand-offs) and an acquire:
+// 8 crossings of the network (at most 2.5 typical latencies each in the
+// tail) and 10ms of hand-offs; plus a poll (1.2 retryPeriods on a slow
+// clock) if a member's watch of the Lease is down.
+func (c *gchecker) takeoverBound(i int) time.Duration {
+	p := c.s.p
+	bound := 20*p.latency + 10*time.Millisecond
+	for _, n := range c.members() {
+		if !n.els[i].watch.open {
+			return bound + time.Duration(1.2*float64(p.timing.RetryPeriod)/(1-p.drift))
+		}
+	}
+	return bound
+}
+
+// expectTakeover notes that member n declines Lease i, which it holds,
+// now, in the quiet tail, for stayOut: every member then plans without n
+// for it (Assign), so another member holds it within takeoverBound. Not
+// judged when n is the only member (Assign gives the Lease to nobody), or
+// when a member's clock reads the stay-out as over before then (wall
+// clocks far apart make the members disagree: that costs balance only).
+func (c *gchecker) expectTakeover(n *gnode, i int, stayOut time.Duration) {
+	members, bound := c.members(), c.takeoverBound(i)
+	until := n.clock.at(c.s.now).Add(stayOut)
+	if len(members) < 2 {
+		c.s.tracef("the takeover of %s is not judged: no other member", c.s.leases[i])
+		return
+	}
+	for _, m := range members {
+		if !m.clock.at(c.s.now + bound).Before(until) {
+			c.s.tracef("the takeover of %s is not judged: %s's clock reads the stay-out as over by then", c.s.leases[i], m.name)
+			return
+		}
+	}
+	c.take = &gtake{from: n, i: i, at: c.s.now, bound: bound}
+	c.s.at(c.s.now+bound, func() {
+		if t := c.take; !t.done {
+			c.fail("%s declined %s at %.4fs and no other member took it within %v (shares: %s)", n.name, c.s.leases[i], t.at.Seconds(), t.bound, c.shares())
+		}
+	})
 }
 
 // overlaps fails if t is valid at an instant another term of Lease i is.
@@ -216,11 +336,11 @@ func (c *gchecker) judge() {
 }
 
 // members are the nodes that are, in truth, live members: running, not
-// stopping, fit; by name.
+// stopping, fit, not observers; by name.
 func (c *gchecker) members() []*gnode {
 	var ms []*gnode
 	for _, n := range c.s.nodes {
-		if n.alive && !n.stopping && n.fit {
+		if n.alive && !n.stopping && n.fit && !n.observer {
 			ms = append(ms, n)
 		}
 	}
@@ -295,10 +415,11 @@ func (c *gchecker) shares() string {
 // the one node must hold every Lease by then.
 func (c *gchecker) scaleUp() {
 	c.scaled = true
+	first := c.members()[0]
 	for i, lease := range c.s.leases {
 		t := c.holderAt(i, c.s.now)
-		if t == nil || t.n != c.s.nodes[0] {
-			c.fail("scale-up: %s is not held by %s before the others join (shares: %s)", lease, c.s.nodes[0].name, c.shares())
+		if t == nil || t.n != first {
+			c.fail("scale-up: %s is not held by %s before the others join (shares: %s)", lease, first.name, c.shares())
 			return
 		}
 		c.heldAt = append(c.heldAt, t.n.name)
@@ -307,13 +428,19 @@ func (c *gchecker) scaleUp() {
 }
 
 // finish judges the end of the history: every converged term is still
-// valid (no Lease went unheld), and a clean scale-up moved the fewest
-// Leases.
+// valid (no Lease went unheld), every live node reports each Lease's
+// holder and its token, and a clean scale-up moved the fewest Leases.
 func (c *gchecker) finish() {
 	end := c.s.end
 	for i, lease := range c.s.leases {
-		if t := c.holderAt(i, c.converged); t != nil && t.end < end {
+		t := c.holderAt(i, c.converged)
+		if t != nil && t.end < end {
 			c.fail("%s's holder %s let its term end at %.4fs, after the group reached its fair share at %.4fs", lease, t.n.name, t.end.Seconds(), c.converged.Seconds())
+		}
+		for _, n := range c.s.nodes {
+			if r := n.els[i].report; t != nil && n.alive && !n.stopping && (r.Holder != t.n.name || r.Token != t.token) {
+				c.fail("%s reports %s held by %q with token %d at the end, not by %s with token %d", n.name, lease, r.Holder, r.Token, t.n.name, t.token)
+			}
 		}
 	}
 	if !c.scaled || c.err != nil {

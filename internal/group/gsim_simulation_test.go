@@ -26,13 +26,21 @@ type gsimOutcome struct {
 	steps int
 	late  float64 // how much of the convergence bound it used
 	up    bool    // a clean scale-up
+	// declines asked, observers started, and how much of takeoverBound the
+	// tail's decline took (-1: none judged)
+	declines, observers int
+	take                float64
 }
 
 func playGSim(seed uint64, tracing bool) (*gsim, gsimOutcome) {
 	s := newGSim(seed)
 	s.tracing = tracing
 	err := s.run()
-	return s, gsimOutcome{seed: seed, err: err, steps: s.steps, late: s.check.late, up: s.p.joiners > 0}
+	o := gsimOutcome{seed: seed, err: err, steps: s.steps, late: s.check.late, up: s.p.joiners > 0, declines: s.declines, observers: s.watchers, take: -1}
+	if t := s.check.take; t != nil && t.done {
+		o.take = s.check.takeLate
+	}
+	return s, o
 }
 
 // TestGSim plays seeded histories of the group simulator (see gsim) and
@@ -75,11 +83,12 @@ func TestGSim(t *testing.T) {
 		close(outcomes)
 	}()
 	var (
-		failed            *gsimOutcome
-		histories, scaled int
-		failures          int
-		steps             int64
-		late              float64
+		failed                         *gsimOutcome
+		histories, scaled              int
+		failures                       int
+		steps                          int64
+		late, take                     float64
+		declines, observers, takeovers int
 	)
 	for o := range outcomes {
 		histories++
@@ -87,6 +96,12 @@ func TestGSim(t *testing.T) {
 		late = max(late, o.late)
 		if o.up {
 			scaled++
+		}
+		declines += o.declines
+		observers += o.observers
+		if o.take >= 0 {
+			takeovers++
+			take = max(take, o.take)
 		}
 		if o.err != nil {
 			failures++
@@ -101,8 +116,8 @@ func TestGSim(t *testing.T) {
 		t.Fatalf("%d of %d histories failed; the first, seed %d: %v\n… last %d lines of its history:\n%s\nreplay: go test ./internal/group -run TestGSim -gsim.seed=%d -v",
 			failures, histories, failed.seed, failed.err, len(tail), strings.Join(tail, "\n"), failed.seed)
 	}
-	t.Logf("%d histories (seeds %d–%d; %d clean scale-ups), %d steps, in %v: no violation; the slowest convergence took %.0f%% of its bound",
-		histories, *gsimFirst, *gsimFirst+uint64(*gsimSeeds)-1, scaled, steps, time.Since(began).Round(time.Millisecond), 100*late)
+	t.Logf("%d histories (seeds %d–%d; %d clean scale-ups; %d declines, %d observers), %d steps, in %v: no violation; the slowest convergence took %.0f%% of its bound, the slowest of %d takeovers of a declined Lease %.0f%% of its",
+		histories, *gsimFirst, *gsimFirst+uint64(*gsimSeeds)-1, scaled, declines, observers, steps, time.Since(began).Round(time.Millisecond), 100*late, takeovers, 100*take)
 }
 
 // TestGSimScaleUp64 is the scale-up of issue 12's benchmark, simulated:
@@ -122,7 +137,7 @@ func TestGSimScaleUp64(t *testing.T) {
 			drift:   0.9 * fence.MaxClockDrift(t0[0], t0[1]) * rng.Float64(),
 		}
 		p.cleanScaleUp(3)
-		s := buildGSim(seed, rng, p)
+		s := buildGSim(seed, rng, rand.New(rand.NewPCG(seed, 0xdec1)), p)
 		if err := s.run(); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}

@@ -31,9 +31,12 @@ type gstore struct {
 	committed func(name, rv string, l, gone *coordinationv1.Lease)
 }
 
-// gversion is one committed write.
+// gversion is one committed write; acquiring: it can be a write that
+// began its holder's term (acquireTime and renewTime stamped with one
+// time, as decide's acquiring has it).
 type gversion struct {
 	name, writer, holder string
+	acquiring            bool
 }
 
 var gsimLeases = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
@@ -131,7 +134,8 @@ func (st *gstore) put(writer string, l *coordinationv1.Lease) *coordinationv1.Le
 	l.ResourceVersion = strconv.FormatInt(st.rev, 10)
 	l.Namespace = "ns"
 	st.objects[l.Name] = l
-	st.versions[st.rev] = gversion{name: l.Name, writer: writer, holder: gsimHolder(l)}
+	a, r := l.Spec.AcquireTime, l.Spec.RenewTime
+	st.versions[st.rev] = gversion{name: l.Name, writer: writer, holder: gsimHolder(l), acquiring: a != nil && r != nil && a.Equal(r)}
 	st.committed(l.Name, l.ResourceVersion, l, nil)
 	return l
 }

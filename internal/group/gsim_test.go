@@ -45,9 +45,40 @@ import (
 // one node, lets it take every Lease, then starts k more within a quarter
 // of the settle time, on a healthy network. The checker (gchecker) judges
 // every step.
+//
+// Declines: in a third of the faulty histories, a fault may be a release
+// with a stay-out (POST /v1/leases/{lease}/release?for=D, 0.5–3 lease
+// durations) asked of a live process, most often for a Lease it holds, as
+// group.Election.Release does it: the member records the decline (the
+// package's declines), its membership writes it on its member Lease at once
+// (DeclinedAnnotation, members.go's own record, publish and nextWake), and
+// the elector is handed decide.Release{StayOut} after a goroutine hand-off;
+// on an observer only the latter. Once such a history has converged in its
+// quiet tail, a member declines one Lease it holds for 1–2 lease durations,
+// the other members must take it within a few round trips (expectTakeover),
+// and the group must converge again after the stay-out. Three quarters of
+// these histories have wall clocks as NTP keeps them (synced: offsets within
+// a tenth of the lease duration, rates within 1±10⁻⁴), since the members
+// compare the stay-out's wall-clock end, written by the decliner, with their
+// own clocks; in the others, clocks are as in every history (offsets up to
+// half an hour, rates drifting), which costs declines their effect
+// (balance), never safety. Not modelled: HandOver (release?to=ID, which also
+// records a decline), a decline asked while the process stops, and a request
+// that ends before the elector answers (its context ends).
+//
+// Observers: a third of the histories (faulty or clean scale-ups) run 1–2
+// observer processes besides (Config.Candidate false,
+// LEASEHOLD_CANDIDATE=false): every Lease's Machine, started withdrawn and
+// never put in, with its watch, no member Lease, no plan. They pause, are
+// cut off, crash or stop (and are mostly replaced by a new observer), have
+// watches closed and may be asked to release (they write nothing: a Get at
+// most). Not modelled: an observer given an identity a member had (a
+// record naming it would be released by it: a write), and health-gated
+// candidacy on an observer (no effect but its log).
 type gsim struct {
 	seed   uint64
 	rng    *rand.Rand
+	x      *rand.Rand // draws of declines and observers: histories with neither replay as they did before these existed
 	p      gparams
 	cfg    Config // the group's settings: its timings are p.timing
 	base   time.Time
@@ -61,6 +92,13 @@ type gsim struct {
 	nodes   []*gnode
 	started int
 	edits   int
+	// named are the identities of the processes started; observers those
+	// of the observers, whom watchers counts for their names.
+	named     map[string]bool
+	observers map[string]bool
+	watchers  int
+	declines  int  // releases with a stay-out asked (declines of members, and releases asked of observers)
+	tailDone  bool // the tail's decline has been made (or there is none)
 
 	end     time.Duration // the history ends here (set once the tail is judged)
 	check   *gchecker
@@ -94,6 +132,16 @@ type gparams struct {
 
 	joiners int           // a clean scale-up: this many nodes join at joinAt; no faults
 	joinAt  time.Duration // when they start joining
+
+	// declines: a fault may be a release with a stay-out (a decline), and
+	// a member declines a Lease once the tail has converged.
+	declines bool
+	// synced: wall clocks as NTP keeps them (offsets within ±leaseDuration/10,
+	// rates within 1±10⁻⁴) instead of half an hour apart and drifting.
+	synced bool
+	// observers is how many observer processes start with the first
+	// members.
+	observers int
 }
 
 // gsimTimings are the timings histories draw from, as package decide's
@@ -111,6 +159,9 @@ type gnode struct {
 	name  string
 	clock gclock
 	alive bool // running (a crash, or the end of a graceful stop, ends it)
+	// observer: Config.Candidate false: no member Lease, no plan, every
+	// Machine withdrawn for good (mem is nil).
+	observer bool
 	// stopping: told to stop (SIGTERM): the loop has returned, the
 	// membership leaves, then every election stops.
 	stopping bool
@@ -142,6 +193,9 @@ type gelection struct {
 	watch   gstream
 	call    uint64 // the loop's SetCandidate under way, 0 when none
 	stopped bool
+	// declinedUntil is the end, on the node's clock, of the last decline
+	// of this Lease whose Release the Machine has been handed.
+	declinedUntil time.Time
 }
 
 // gstream is one list+watch: events of an older generation are dropped,
@@ -220,7 +274,18 @@ func newGSim(seed uint64) *gsim {
 		p.handover = rng.IntN(2) == 0
 		p.greedy = rng.IntN(4) == 0
 	}
-	return buildGSim(seed, rng, p)
+	x := rand.New(rand.NewPCG(seed, 0xdec1))
+	if x.IntN(3) == 0 {
+		p.observers = 1 + x.IntN(2)
+	}
+	if p.joiners == 0 && x.IntN(3) == 0 {
+		p.declines = true
+		if x.IntN(4) != 0 {
+			p.synced = true
+			p.drift = min(p.drift, 1e-4)
+		}
+	}
+	return buildGSim(seed, rng, x, p)
 }
 
 // cleanScaleUp makes p a clean scale-up: one node, then joiners more.
@@ -230,9 +295,9 @@ func (p *gparams) cleanScaleUp(joiners int) {
 	p.faults = p.joinAt + p.timing.RetryPeriod
 }
 
-func buildGSim(seed uint64, rng *rand.Rand, p gparams) *gsim {
+func buildGSim(seed uint64, rng, x *rand.Rand, p gparams) *gsim {
 	s := &gsim{
-		seed: seed, rng: rng, p: p,
+		seed: seed, rng: rng, x: x, p: p, named: map[string]bool{}, observers: map[string]bool{},
 		cfg:   Config{Name: gsimGroup, Election: p.timing, Candidate: true, Balance: !p.greedy, Handover: p.handover},
 		base:  time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		store: newGStore(), index: map[string]int{},
@@ -262,6 +327,9 @@ func buildGSim(seed uint64, rng *rand.Rand, p gparams) *gsim {
 
 // run plays the history and returns the checker's first violation.
 func (s *gsim) run() error {
+	for range s.p.observers {
+		s.startObserver(time.Duration(s.x.Int64N(int64(s.p.timing.LeaseDuration))))
+	}
 	if s.p.joiners > 0 {
 		s.start(0)
 		s.at(s.p.joinAt, func() {
@@ -287,6 +355,9 @@ func (s *gsim) run() error {
 		s.now = e.at
 		e.do()
 		s.check.tail()
+		if s.tailDone && s.end == math.MaxInt64 && s.check.converged >= 0 {
+			s.end = s.now + 3*s.p.timing.LeaseDuration // converged again after the tail's decline: see that nothing moves
+		}
 		if s.steps > gsimMaxSteps {
 			s.check.fail("more than %d steps: something spins", gsimMaxSteps)
 		}
@@ -300,13 +371,94 @@ func (s *gsim) run() error {
 // judge judges convergence once the quiet tail has lasted the bound (a
 // disturbance late in the history, such as a restart, moves that), and
 // then lets the history run a while longer, to see that nothing moves.
+// With declines, a member then declines a Lease (tailDecline): the group
+// must converge again within the bound after the stay-out has ended, and
+// the history ends a while after it has (run), to see that nothing moves.
 func (s *gsim) judge() {
 	if due := s.check.quietFrom + s.check.bound(); s.now < due {
 		s.at(due, s.judge)
 		return
 	}
 	s.check.judge()
+	if s.p.declines && !s.tailDone && s.check.err == nil {
+		s.tailDone = true
+		if s.tailDecline() {
+			s.at(s.now, s.judge)
+			return
+		}
+	}
 	s.end = s.now + 3*s.p.timing.LeaseDuration
+}
+
+// tailDecline: once the quiet tail has converged, a member declines one
+// Lease it holds for one to two lease durations (decline), and the checker
+// expects another member to take it (gchecker.expectTakeover). False when
+// no member holds a Lease.
+func (s *gsim) tailDecline() bool {
+	var holders []*gnode
+	for _, n := range s.check.members() {
+		if len(s.held(n)) > 0 {
+			holders = append(holders, n)
+		}
+	}
+	if len(holders) == 0 {
+		return false
+	}
+	n := holders[s.x.IntN(len(holders))]
+	held := s.held(n)
+	i := held[s.x.IntN(len(held))]
+	stayOut := time.Duration((1 + s.x.Float64()) * float64(s.p.timing.LeaseDuration))
+	s.check.expectTakeover(n, i, stayOut)
+	s.decline(n, i, stayOut)
+	return true
+}
+
+// held lists the Leases n holds a valid term of now, as the checker has it.
+func (s *gsim) held(n *gnode) []int {
+	var held []int
+	for i := range s.leases {
+		if t := s.check.holderAt(i, s.now); t != nil && t.n == n {
+			held = append(held, i)
+		}
+	}
+	return held
+}
+
+// decline is POST /v1/leases/{lease}/release?for=stayOut served by n, as
+// group.Election.Release does it: a member records the decline, with its
+// end on n's clock (declines.set), and pokes its membership, whose upkeep
+// writes it on the member Lease at once (memberTurn); then, on a member or
+// an observer, elect.Elector.Release hands the Machine decide.Release
+// after a goroutine hand-off. The handler runs in the process: not while
+// it is paused. Other members plan without the Lease for n while they see
+// the stay-out running by their own clocks; the stay-out disturbs the
+// group until it has ended on n's clock and n has written its member Lease
+// without it.
+func (s *gsim) decline(n *gnode, i int, stayOut time.Duration) {
+	e := n.els[i]
+	s.declines++
+	s.in(n, func() {
+		if n.stopping {
+			return // not modelled: a request to a process that stops
+		}
+		until := n.clock.at(s.now).Add(stayOut)
+		s.tracef("%s is asked to release %s and stay out of it for %v (until %s)", n.name, s.leases[i], stayOut, until.Format("15:04:05.000"))
+		if n.mem != nil {
+			n.mem.m.declines.set(s.leases[i], until)
+			s.check.disturbed(n.clock.when(until) + s.cfg.requestTimeout())
+			s.memberWake(n)
+		}
+		n.calls++
+		id := n.calls
+		s.at(s.now+s.goroutine(), func() {
+			s.in(n, func() {
+				if !e.stopped {
+					e.declinedUntil = until
+				}
+				s.step(n, e, decide.Release{ID: id, StayOut: stayOut})
+			})
+		})
+	})
 }
 
 func (s *gsim) nextFault(after time.Duration) time.Duration {
@@ -394,29 +546,64 @@ func (s *gsim) unpause(n *gnode) {
 	n.inbox = nil
 }
 
-// start starts a new process (a new identity) at real time t.
-func (s *gsim) start(t time.Duration) {
+// start starts a new member process (a new identity) at real time t.
+func (s *gsim) start(t time.Duration) { s.startNode(t, false) }
+
+// startObserver starts a new observer process at real time t.
+func (s *gsim) startObserver(t time.Duration) { s.startNode(t, true) }
+
+// startNode starts a new process (a new identity) at real time t: a
+// member, or an observer (Config.Candidate false: every Machine starts
+// withdrawn, as group.New has it, and no membership runs).
+func (s *gsim) startNode(t time.Duration, observer bool) {
 	s.check.disturbed(t)
 	s.at(t, func() {
-		s.started++
 		timeout := s.cfg.requestTimeout()
+		offset := time.Duration(s.rng.Int64N(int64(time.Hour))) - 30*time.Minute
+		if s.p.synced {
+			offset = time.Duration(float64(offset) / float64(30*time.Minute) * float64(s.p.timing.LeaseDuration/10))
+		}
 		n := &gnode{
-			name: fmt.Sprintf("m%d", s.started), alive: true, fit: true,
+			alive: true, fit: !observer, observer: observer,
 			clock: gclock{
 				base:   s.base,
-				offset: time.Duration(s.rng.Int64N(int64(time.Hour))) - 30*time.Minute,
+				offset: offset,
 				rate:   1 + s.p.drift*(2*s.rng.Float64()-1),
 			},
 			requested: make([]bool, len(s.leases)), inflight: make([]bool, len(s.leases)),
 		}
+		seed := s.seed << 16
+		if observer {
+			s.watchers++
+			n.name = fmt.Sprintf("o%d", s.watchers)
+			s.observers[n.name] = true
+			seed ^= 0xb5e<<52 + uint64(s.watchers)<<10
+		} else {
+			s.started++
+			n.name = fmt.Sprintf("m%d", s.started)
+			seed += uint64(s.started) << 10
+		}
+		s.named[n.name] = true
 		for i, lease := range s.leases {
 			cfg := s.p.timing
 			cfg.Name, cfg.Identity = lease, n.name
-			m, err := decide.New(cfg, s.seed<<16+uint64(s.started)<<10+uint64(i))
+			if observer {
+				cfg.StartWithdrawn = true // !Config.Candidate
+			}
+			m, err := decide.New(cfg, seed+uint64(i))
 			if err != nil {
 				panic(err)
 			}
 			n.els = append(n.els, &gelection{i: i, m: m, watch: gstream{backoff: s.p.timing.RetryPeriod}})
+		}
+		s.nodes = append(s.nodes, n)
+		if observer {
+			s.tracef("%s starts, an observer (clock rate %.4f)", n.name, n.clock.rate)
+			for _, e := range n.els {
+				s.step(n, e, decide.Start{})
+				s.openLeaseWatch(n, e)
+			}
+			return
 		}
 		n.mem = &gmember{
 			m: &membership{
@@ -426,7 +613,6 @@ func (s *gsim) start(t time.Duration) {
 			},
 			watch: gstream{backoff: timeout},
 		}
-		s.nodes = append(s.nodes, n)
 		s.tracef("%s starts (clock rate %.4f)", n.name, n.clock.rate)
 		for _, e := range n.els {
 			s.step(n, e, decide.Start{})
@@ -557,6 +743,9 @@ func (s *gsim) latency() time.Duration {
 // sendLease sends an election's request, with the driver's timeout.
 func (s *gsim) sendLease(n *gnode, e *gelection, req decide.Request) {
 	name := s.leases[e.i]
+	if n.observer && req.Verb != decide.Get {
+		s.check.fail("observer %s sends a %s (%s) of %s", n.name, req.Verb, req.Purpose, name)
+	}
 	do := func() (*coordinationv1.Lease, error) {
 		var l *coordinationv1.Lease
 		var err error
@@ -586,6 +775,9 @@ func (s *gsim) sendLease(n *gnode, e *gelection, req decide.Request) {
 // committed hands a commit to the watches that see it: the one Lease's
 // watches of each node, or the member watches.
 func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
+	if w := s.store.versions[s.store.rev].writer; s.observers[w] {
+		s.check.fail("observer %s wrote %s (resourceVersion %s)", w, name, rv)
+	}
 	if i, ok := s.index[name]; ok {
 		for _, n := range s.nodes {
 			e := n.els[i]
@@ -610,7 +802,7 @@ func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
 		ev = memberEvent{deleted: name}
 	}
 	for _, n := range s.nodes {
-		if n.alive && n.mem.watch.open && s.now >= n.cutOffUntil {
+		if n.alive && n.mem != nil && n.mem.watch.open && s.now >= n.cutOffUntil {
 			s.push(n, &n.mem.watch, func() { s.memberEvent(n, ev) })
 		}
 	}
@@ -727,6 +919,9 @@ func (s *gsim) openMemberWatch(n *gnode) {
 // the request timeout after a stream that lasted 30s. Until the member watch is back, n's view of the membership
 // decays: that counts as a disturbance.
 func (s *gsim) breakMemberWatch(n *gnode, why string) {
+	if n.mem == nil {
+		return // an observer has none
+	}
 	st := &n.mem.watch
 	if !st.open {
 		return
@@ -763,8 +958,9 @@ func (s *gsim) memberEvent(n *gnode, ev memberEvent) {
 }
 
 // memberTurn is one turn of members.go's run loop: stop, or leave or join
-// as asked, create or renew the member Lease when due, then publish and
-// wait (memberIdle).
+// as asked, create or renew the member Lease when due or when this member's
+// declines (as declines.current has them now) differ from those last
+// written, then publish and wait (memberIdle).
 func (s *gsim) memberTurn(n *gnode) {
 	g := n.mem
 	m := g.m
@@ -785,8 +981,10 @@ func (s *gsim) memberTurn(n *gnode) {
 		}
 		m.want = n.fit
 	}
-	if now := n.clock.at(s.now); m.want && (m.own == nil || !now.Before(m.renewAt)) {
-		s.memberUpkeep(n, func() { s.memberIdle(n) })
+	now := n.clock.at(s.now)
+	declined := encodeDeclines(m.declines.current(now))
+	if m.want && (m.own == nil || !now.Before(m.renewAt) || declined != m.written) {
+		s.memberUpkeep(n, declined, func() { s.memberIdle(n) })
 		return
 	}
 	s.memberIdle(n)
@@ -859,8 +1057,9 @@ func (s *gsim) memberCall(n *gnode, deadline time.Time, do func() (*coordination
 }
 
 // memberUpkeep is members.go's upkeep: create the member Lease (on
-// AlreadyExists, read and update it) or renew it, within one timeout.
-func (s *gsim) memberUpkeep(n *gnode, then func()) {
+// AlreadyExists, read and update it) or renew it, within one timeout, with
+// declined as its DeclinedAnnotation.
+func (s *gsim) memberUpkeep(n *gnode, declined string, then func()) {
 	m := n.mem.m
 	start := n.clock.at(s.now)
 	deadline := start.Add(m.timeout)
@@ -872,21 +1071,21 @@ func (s *gsim) memberUpkeep(n *gnode, then func()) {
 			}
 			m.renewAt = start.Add(m.timeout)
 		} else {
-			m.own = l
+			m.own, m.written = l, declined
 			m.renewAt = start.Add(m.ttl / 3)
 			m.observe(n.clock.at(s.now), memberEvent{lease: l})
 		}
 		then()
 	}
 	update := func(base *coordinationv1.Lease) {
-		body := m.record(start, base, "") // the sim models no stay-outs
+		body := m.record(start, base, declined)
 		s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) { return s.store.update(n.name, body) }, done)
 	}
 	if m.own != nil {
 		update(m.own)
 		return
 	}
-	body := m.record(start, nil, "")
+	body := m.record(start, nil, declined)
 	s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) { return s.store.create(n.name, body) }, func(l *coordinationv1.Lease, err error) {
 		if !apierrors.IsAlreadyExists(err) {
 			done(l, err)
@@ -957,7 +1156,7 @@ func (s *gsim) states(n *gnode) []LeaseState {
 	states := make([]LeaseState, len(n.els))
 	for i, e := range n.els {
 		r := e.report
-		states[i] = LeaseState{Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt, ReservedFor: r.ReservedFor}
+		states[i] = LeaseState{Name: s.leases[i], Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt, ReservedFor: r.ReservedFor}
 	}
 	return states
 }
@@ -981,8 +1180,8 @@ func (s *gsim) notify(n *gnode) {
 // elector whose last request differs and that has no call under way; then
 // the loop sleeps until Balanced's wake at the latest.
 func (s *gsim) plan(n *gnode) {
-	if !n.alive || n.stopping {
-		return
+	if !n.alive || n.stopping || n.observer {
+		return // an observer's loop asks nothing of its electors
 	}
 	now := n.clock.at(s.now)
 	wake := now.Add(s.p.timing.LeaseDuration)
@@ -1000,8 +1199,12 @@ func (s *gsim) plan(n *gnode) {
 		if HandedTo(n.name, states) {
 			n.handedAt = now
 		}
-		if want, next, ok = Balanced(n.name, now, n.mem.m.load(), states, s.cfg.settleTime(), n.handedAt); ok && next.Before(wake) {
+		members := n.mem.m.load()
+		if want, next, ok = Balanced(n.name, now, members, states, s.cfg.settleTime(), n.handedAt); ok && next.Before(wake) {
 			wake = next
+		}
+		if ok {
+			s.check.plan(n, now, members, states, want)
 		}
 	default:
 		heirs = s.heirs(n) // leaving the group: hand over, as on shutdown
@@ -1032,7 +1235,7 @@ func (s *gsim) plan(n *gnode) {
 	})
 }
 
-// live lists the nodes running and not stopping.
+// live lists the nodes running and not stopping, observers included.
 func (s *gsim) live() []*gnode {
 	var live []*gnode
 	for _, n := range s.nodes {
@@ -1051,12 +1254,24 @@ func (s *gsim) fault() {
 		return
 	}
 	n := live[s.rng.IntN(len(live))]
+	members := 0
+	for _, m := range live {
+		if !m.observer {
+			members++
+		}
+	}
 	ld := p.timing.LeaseDuration
 	upTo := func(d time.Duration) time.Duration { return time.Duration(s.rng.Float64() * float64(d)) }
 	// replace starts a new process for one that ended, unless (a
-	// scale-down) others remain.
+	// scale-down) others remain: a member for a member (always for the
+	// last one), an observer for an observer.
 	replace := func() {
-		if len(live) == 1 || s.rng.IntN(4) != 0 {
+		switch {
+		case n.observer:
+			if s.rng.IntN(4) != 0 {
+				s.startObserver(s.now + upTo(ld))
+			}
+		case members == 1 || s.rng.IntN(4) != 0:
 			s.start(s.now + upTo(ld))
 		}
 	}
@@ -1090,6 +1305,12 @@ func (s *gsim) fault() {
 		s.tracef("%s is told to stop", n.name)
 		s.check.disturbed(s.now)
 		s.in(n, func() {
+			if n.observer { // group.Run: the loop returns, every elector stops
+				for _, e := range n.els {
+					s.step(n, e, decide.Stop{})
+				}
+				return
+			}
 			if g := n.mem; g.cancel != nil && !g.done {
 				g.cancel() // the upkeep's context ends: it fails at once
 				g.busy, g.cancel = false, nil
@@ -1099,7 +1320,7 @@ func (s *gsim) fault() {
 			}
 		})
 		replace()
-	case k == 5 && len(live) < 6:
+	case k == 5 && members < 6:
 		s.start(s.now)
 	case k == 6 && n.fit:
 		n.fit = false
@@ -1120,6 +1341,12 @@ func (s *gsim) fault() {
 		s.breakMemberWatch(n, "stream closed by the server")
 	case k == 9:
 		s.store.rev += 1 + s.rng.Int64N(50)
+	case k == 10 && p.declines:
+		i := s.x.IntN(len(s.leases))
+		if held := s.held(n); len(held) > 0 && s.x.IntN(4) != 0 {
+			i = held[s.x.IntN(len(held))]
+		}
+		s.decline(n, i, time.Duration((0.5+2.5*s.x.Float64())*float64(ld)))
 	}
 }
 
