@@ -1398,6 +1398,8 @@ func gsimInput(in decide.Input) string {
 		return "answer " + gsimLease(in.Lease, "")
 	case decide.SetCandidate:
 		return fmt.Sprintf("SetCandidate(%v)", in.Candidate)
+	case decide.Release:
+		return fmt.Sprintf("Release(stay out %v)", in.StayOut)
 	default:
 		return strings.TrimPrefix(fmt.Sprintf("%T", in), "decide.")
 	}
