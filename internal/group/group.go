@@ -230,12 +230,13 @@ func (g *Group) collect(now time.Time) Snapshot {
 
 // successorFor is whom this member hands Lease i to when it leaves, as its
 // view says now ("" for anyone): in a balanced group, the heir the fair
-// share among the others gives it (Heirs); otherwise the one successor
-// (Successor), by priority and start.
+// share among the others gives it (Heirs); otherwise the successor
+// (Successor), by priority and start, among the members that do not
+// decline it.
 func (g *Group) successorFor(i int) string {
 	self, members := g.cfg.Election.Identity, g.members.load()
 	if !g.cfg.Balance {
-		return Successor(self, members)
+		return Successor(self, g.cfg.Leases[i], members)
 	}
 	states := make([]LeaseState, len(g.electors))
 	for j, e := range g.electors {

@@ -1143,7 +1143,7 @@ func (s *gsim) heirs(n *gnode) []string {
 	case !s.p.handover:
 	case s.p.greedy:
 		for i := range heirs {
-			heirs[i] = Successor(n.name, n.mem.m.load())
+			heirs[i] = Successor(n.name, s.leases[i], n.mem.m.load())
 		}
 	default:
 		heirs = Heirs(n.name, n.clock.at(s.now), n.mem.m.load(), s.states(n))

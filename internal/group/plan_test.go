@@ -347,3 +347,38 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// Successor ranks by priority, then the newest start, then identity, and
+// passes over self and the members that decline the Lease handed over.
+func TestSuccessorSkipsMembersThatDeclineTheLease(t *testing.T) {
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	members := &Members{
+		Identities: []string{"a", "b", "c", "d"},
+		Listed:     true,
+		Info: map[string]MemberInfo{
+			"a": {Priority: 9, StartedAt: start},
+			"b": {Priority: 5, StartedAt: start},
+			"c": {Priority: 5, StartedAt: start.Add(time.Minute)},
+			"d": {Priority: 1, StartedAt: start.Add(time.Hour)},
+		},
+		Declined: map[string][]string{"c": {"orders-1"}, "b": {"orders-1", "orders-2"}},
+	}
+	cases := []struct {
+		self, lease, want string
+	}{
+		{"a", "orders-0", "c"}, // priority first, then the newest start
+		{"d", "orders-0", "a"},
+		{"a", "orders-1", "d"}, // c and b decline it
+		{"a", "orders-2", "c"},
+		{"d", "orders-1", "a"},
+	}
+	for _, c := range cases {
+		if got := Successor(c.self, c.lease, members); got != c.want {
+			t.Errorf("Successor(%q, %q) = %q; want %q", c.self, c.lease, got, c.want)
+		}
+	}
+	alone := &Members{Identities: []string{"a", "b"}, Listed: true, Declined: map[string][]string{"b": {"orders-0"}}}
+	if got := Successor("a", "orders-0", alone); got != "" {
+		t.Errorf("Successor when every other member declines = %q; want none", got)
+	}
+}

@@ -30,25 +30,27 @@ func infoOf(l *coordinationv1.Lease) MemberInfo {
 	return info
 }
 
-// Successor is the member self hands its Leases to when it leaves
-// (shutdown, or a health step-down, with handover to a successor): of the
-// live members other than self, the one with the highest priority, then
-// the newest start (so in a rolling update the newest pods, which the
-// rollout keeps, win over old ones it terminates next), then the smallest
-// identity; "" when there is none. Members that are shutting down have
-// deleted their member Leases and are not among the live ones.
+// Successor is the member self hands the Lease named lease to when it
+// leaves (shutdown, or a health step-down, with handover to a successor):
+// of the live members other than self that do not decline that Lease
+// (Members.Declined: they stay out of it, and would leave it reserved and
+// unheld), the one with the highest priority, then the newest start (so in
+// a rolling update the newest pods, which the rollout keeps, win over old
+// ones it terminates next), then the smallest identity; "" when there is
+// none. Members that are shutting down have deleted their member Leases
+// and are not among the live ones.
 //
 // Start times come from each member's own clock: members started within a
 // clock offset of each other may be ordered either way. That costs at
 // most one more move, never safety: the successor takes the Lease through
 // its own election.
-func Successor(self string, m *Members) string {
+func Successor(self, lease string, m *Members) string {
 	if m == nil {
 		return ""
 	}
 	var best string
 	for _, id := range m.Identities {
-		if id == self {
+		if id == self || slices.Contains(m.Declined[id], lease) {
 			continue
 		}
 		if best == "" || better(id, m.Info[id], best, m.Info[best]) {
