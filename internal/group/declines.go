@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+
 	"github.com/leasehold/leasehold/internal/elect"
 )
 
@@ -17,9 +19,10 @@ import (
 // ends (RFC 3339), as JSON: {"orders-3": "2026-12-01T10:00:00Z"}. The plan
 // gives a declined Lease to another member (Assign), so a Lease released
 // with POST /v1/leases/{lease}/release?for=D is taken by someone else
-// within a round trip instead of staying free for D. Wall clocks of
-// different nodes differ: an offset moves when a stay-out ends by that
-// much, which costs balance, never safety.
+// within a round trip instead of staying free for D. Other members time
+// each stay-out from the record's renewTime, written by the same clock
+// (localDeclines), so offsets between the nodes' wall clocks do not move
+// when it ends.
 const DeclinedAnnotation = "leasehold.io/declined"
 
 // Election is one Lease's election as the HTTP layer serves it: the
@@ -112,6 +115,26 @@ func encodeDeclines(until map[string]time.Time) string {
 	}
 	b, _ := json.Marshal(m) // a map of strings always encodes
 	return string(b)
+}
+
+// localDeclines are the stay-outs of member Lease l, observed at now, with
+// their ends on this instance's clock. The writer stamps each end and the
+// record's renewTime with its own wall clock in the same write, so the time
+// left at that write (end − renewTime) does not depend on how far the
+// writer's clock is from this one's; it is counted from now, which is no
+// earlier than the write: a stay-out can only end late here, by the time
+// the record took to arrive, which costs balance, never safety. A record
+// without a renewTime (not written by a member) keeps the written ends.
+func localDeclines(now time.Time, l *coordinationv1.Lease) map[string]time.Time {
+	declined := decodeDeclines(l.Annotations[DeclinedAnnotation])
+	if l.Spec.RenewTime == nil {
+		return declined
+	}
+	written := l.Spec.RenewTime.Time
+	for lease, until := range declined {
+		declined[lease] = now.Add(until.Sub(written))
+	}
+	return declined
 }
 
 // decodeDeclines parses the annotation; a malformed one declines nothing.

@@ -58,11 +58,10 @@ import (
 // the other members must take it within a few round trips (expectTakeover),
 // and the group must converge again after the stay-out. Three quarters of
 // these histories have wall clocks as NTP keeps them (synced: offsets within
-// a tenth of the lease duration, rates within 1±10⁻⁴), since the members
-// compare the stay-out's wall-clock end, written by the decliner, with their
-// own clocks; in the others, clocks are as in every history (offsets up to
-// half an hour, rates drifting), which costs declines their effect
-// (balance), never safety. Not modelled: HandOver (release?to=ID, which also
+// a tenth of the lease duration, rates within 1±10⁻⁴); in the others, clocks
+// are as in every history (offsets up to half an hour, rates drifting),
+// which the members' timing of a stay-out from the record's renewTime
+// (localDeclines) must make irrelevant. Not modelled: HandOver (release?to=ID, which also
 // records a decline), a decline asked while the process stops, and a request
 // that ends before the elector answers (its context ends).
 //

@@ -111,7 +111,7 @@ type memberRecord struct {
 	resourceVersion string
 	seenAt          time.Time
 	ttl             time.Duration
-	declined        map[string]time.Time // wall-clock ends of its stay-outs
+	declined        map[string]time.Time // ends of its stay-outs, on this instance's clock (localDeclines)
 	info            MemberInfo
 }
 
@@ -326,8 +326,9 @@ func (m *membership) observe(now time.Time, ev memberEvent) {
 	}
 }
 
+// recordOf is member Lease l as observed at now.
 func recordOf(now time.Time, l *coordinationv1.Lease) memberRecord {
-	r := memberRecord{resourceVersion: l.ResourceVersion, seenAt: now, ttl: time.Second, declined: decodeDeclines(l.Annotations[DeclinedAnnotation]), info: infoOf(l)}
+	r := memberRecord{resourceVersion: l.ResourceVersion, seenAt: now, ttl: time.Second, declined: localDeclines(now, l), info: infoOf(l)}
 	if l.Spec.HolderIdentity != nil {
 		r.identity = *l.Spec.HolderIdentity
 	}
