@@ -353,10 +353,11 @@ func countMoves(events []leaseEvent, leases map[string]bool, from, to time.Time)
 }
 
 // releaseAt is the arrival of the first version of lease at or after from
-// that names no holder: the write that released it.
-func releaseAt(events []leaseEvent, lease string, from time.Time) (time.Time, bool) {
+// that no longer names leaver: the write by which it let the Lease go (a
+// release naming no holder, or a handover naming the successor).
+func releaseAt(events []leaseEvent, lease, leaver string, from time.Time) (time.Time, bool) {
 	for _, e := range events {
-		if e.lease == lease && e.holder == "" && !e.deleted && !e.at.Before(from) {
+		if e.lease == lease && e.holder != leaver && !e.deleted && !e.at.Before(from) {
 			return e.at, true
 		}
 	}

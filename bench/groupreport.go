@@ -28,7 +28,7 @@ func (r *report) groupsMarkdown(b *strings.Builder) {
 	mean := float64(f.leases) / float64(f.members)
 	needed := f.leases - quota // moves a scale-up from one member needs: all but the first member's share
 	fmt.Fprintf(b, "%s\n## Lease groups (issue 12)\n\n", groupsBegin)
-	fmt.Fprintf(b, "leasehold (balanced, the default) vs the pattern client-go users hand-roll: one client-go LeaderElector per Lease in one process "+
+	fmt.Fprintf(b, "leasehold (balanced, the default, with `LEASEHOLD_HANDOVER=successor`: a leaver hands each Lease to its heir in one write; the default, `any`, releases it to anyone, a write more on the way) vs the pattern client-go users hand-roll: one client-go LeaderElector per Lease in one process "+
 		"(`bench/baseline` with the same `LEASEHOLD_SHARDS`: every elector campaigns for its Lease, greedy; one that loses its Lease is run again; ReleaseOnCancel). "+
 		"%d shards (`LEASEHOLD_LEASE_NAME=orders LEASEHOLD_SHARDS=%d`), same real kube-apiserver, same run, trials alternating between the two; "+
 		"%d trials each, every trial in a namespace of its own. Timings for both: leaseDuration %v, renewDeadline %v, retryPeriod %v (the sidecar's defaults).\n\n",
@@ -124,9 +124,9 @@ func (r *report) groupsMarkdown(b *strings.Builder) {
 		lat(lh.graceful), lat(cg.graceful), ratioCell(float64(quantile(cg.graceful, 0.99)), float64(quantile(lh.graceful, 0.99)))+" (p99)",
 		fmt.Sprintf("p99 ≤ %v", gracefulTarget),
 		judgeIf(len(lh.graceful) > 0 && quantile(lh.graceful, 0.99) <= gracefulTarget && lh.gracefulMisses == 0, "", "p99 %v", quantile(lh.graceful, 0.99)))
-	row("… of which SIGTERM → the release, the write that empties the Lease (its arrival on the bench's watch of the Leases), p50 / p99 / max (n)",
+	row("… of which SIGTERM → the write that lets the Lease go: a release, or (leasehold) a handover naming the heir (its arrival on the bench's watch of the Leases), p50 / p99 / max (n)",
 		lat(lh.gracefulToRelease), lat(cg.gracefulToRelease), ratioCell(float64(quantile(cg.gracefulToRelease, 0.99)), float64(quantile(lh.gracefulToRelease, 0.99)))+" (p99)", "", "")
-	row("… and the release → held by another member, p50 / p99 / max (n)",
+	row("… and that write → held by another member, p50 / p99 / max (n)",
 		lat(lh.gracefulFromRelease), lat(cg.gracefulFromRelease), ratioCell(float64(quantile(cg.gracefulFromRelease, 0.99)), float64(quantile(lh.gracefulFromRelease, 0.99)))+" (p99)", "", "")
 	crashTarget := f.leaseDuration + f.retryPeriod
 	row(fmt.Sprintf("crash (SIGKILL) of one of %d members: SIGKILL → each of its Leases held by another member, p50 / p99 / max (n)", f.members),

@@ -86,8 +86,11 @@ func TestCountMoves(t *testing.T) {
 	if got := countMoves(events, shards, at(11), at(40)); got != 3 {
 		t.Errorf("countMoves from 11ms = %d, want 3", got)
 	}
-	if got, ok := releaseAt(events, "s-0", at(6)); !ok || !got.Equal(at(10)) {
+	if got, ok := releaseAt(events, "s-0", "a", at(6)); !ok || !got.Equal(at(10)) {
 		t.Errorf("releaseAt = %v, %v; want %v", got, ok, at(10))
+	}
+	if got, ok := releaseAt(events, "s-1", "a", at(6)); !ok || !got.Equal(at(12)) { // handed over in one write
+		t.Errorf("releaseAt of a handover = %v, %v; want %v", got, ok, at(12))
 	}
 }
 

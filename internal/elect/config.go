@@ -39,9 +39,16 @@ type Config struct {
 	// capacity of 1: notices that find it full are coalesced.
 	Notify chan<- struct{}
 	// Successor, when not nil, is asked when Run's context ends for the
-	// identity to hand the release on shutdown to ("" for anyone); see
-	// Elector.ReleaseTo. It must not block.
-	Successor func() string
+	// successor to hand the release on shutdown to (a zero Heir for
+	// anyone); see Elector.ReleaseTo. It must not block.
+	Successor func() Heir
+	// Witnessed, when not nil, says when this instance sent the write of
+	// another object (its member Lease) that got resourceVersion version:
+	// the local time before it sent it, and false when it made no such
+	// write or no longer remembers it. The driver asks it for a record
+	// handed to this instance (decide.Observed.WitnessSentAt). It must not
+	// block, and is called from the election's goroutine.
+	Witnessed func(version string) (sentAt time.Time, ok bool)
 }
 
 // LeaseClient is what the elector needs of a client of the Leases of one

@@ -54,18 +54,18 @@ func (d *driver) run(ctx context.Context, events <-chan decide.Input) error {
 		var in decide.Input
 		select {
 		case <-stop:
-			var to string
+			var to Heir
 			if d.cfg.Successor != nil {
 				to = d.cfg.Successor()
 			}
-			stop, in = nil, decide.Stop{To: to}
+			stop, in = nil, decide.Stop{To: to.Identity, Witness: to.Witness}
 			shutdownBound = d.clock.After(d.cfg.shutdownTimeout())
 		case <-shutdownBound:
 			timer.Stop()
 			d.log.Warn("release on shutdown did not finish in time; others take over when the Lease expires")
 			return nil
 		case ev := <-events:
-			in = ev
+			in = d.dated(ev)
 			d.watchEvent(ev)
 		case req := <-d.requests:
 			in = d.accept(req)
@@ -137,6 +137,20 @@ func (d *driver) accept(req request) decide.Input {
 	return in
 }
 
+// dated gives an observation of a record handed to this instance
+// (decide.HandedOverAnnotation) the send time of the write it names, when
+// this instance made it (Config.Witnessed).
+func (d *driver) dated(ev decide.Input) decide.Input {
+	o, ok := ev.(decide.Observed)
+	if !ok || d.cfg.Witnessed == nil || o.Lease == nil || o.Lease.Spec.HolderIdentity == nil || *o.Lease.Spec.HolderIdentity != d.cfg.Identity {
+		return ev
+	}
+	if witness := o.Lease.Annotations[decide.HandedOverAnnotation]; witness != "" {
+		o.WitnessSentAt, _ = d.cfg.Witnessed(witness)
+	}
+	return o
+}
+
 // watchEvent keeps the watch gauge in step with the watcher's reports.
 func (d *driver) watchEvent(ev decide.Input) {
 	switch ev.(type) {
@@ -190,6 +204,7 @@ func (d *driver) publish(r decide.Report) {
 		Token:         r.Token,
 		LeaderAddress: r.LeaderAddress,
 		ReservedFor:   r.ReservedFor,
+		HandedOver:    r.HandedOver,
 		AcquiredAt:    r.AcquiredAt,
 		RenewedAt:     r.RenewedAt,
 		ObservedAt:    r.ObservedAt,

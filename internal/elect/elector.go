@@ -123,17 +123,31 @@ func (e *Elector) Snapshot() *Snapshot { return e.snapshots.Load() }
 // knows it is unfit can keep leadership away from itself). It reports
 // whether a release was written. Calling it again is harmless.
 func (e *Elector) Release(ctx context.Context, stayOut time.Duration) (bool, error) {
-	return e.ReleaseTo(ctx, stayOut, "")
+	return e.ReleaseTo(ctx, stayOut, Heir{})
 }
 
-// ReleaseTo is Release, handing the Lease to the successor with identity
-// to ("" for anyone): the release is signed for it, so it takes the Lease
-// at once while every other candidate leaves it alone for RenewDeadline
-// (see decide.ReleasedForAnnotation). Whether to is a live candidate is
-// the caller's to check: if it does not take the Lease, anyone may once
-// that window has passed.
-func (e *Elector) ReleaseTo(ctx context.Context, stayOut time.Duration, to string) (bool, error) {
-	return e.call(ctx, request{release: &decide.Release{StayOut: stayOut, To: to}})
+// Heir is the successor a release is handed to.
+type Heir struct {
+	// Identity is the successor's; "" hands the release to anyone.
+	Identity string
+	// Witness, when set, is the resourceVersion of a write of the
+	// successor's (its member Lease) that this instance has observed: the
+	// release is then one write that makes the successor the holder, and
+	// the successor leads on it without writing (see
+	// decide.HandedOverAnnotation). Without it, the release is signed for
+	// the successor, which then acquires the Lease.
+	Witness string
+}
+
+// ReleaseTo is Release, handing the Lease to the successor to: in one
+// write when to.Witness is set (see Heir), else signed for it, so it takes
+// the Lease at once while every other candidate leaves it alone for
+// RenewDeadline (see decide.ReleasedForAnnotation). Whether to is a live
+// candidate is the caller's to check: if it does not take the Lease,
+// anyone may once it has expired (leaseDuration after the handover) or
+// that window has passed (the signed release).
+func (e *Elector) ReleaseTo(ctx context.Context, stayOut time.Duration, to Heir) (bool, error) {
+	return e.call(ctx, request{release: &decide.Release{StayOut: stayOut, To: to.Identity, Witness: to.Witness}})
 }
 
 // SetCandidate takes this instance out of the election (false) or puts it
@@ -150,9 +164,9 @@ func (e *Elector) SetCandidate(ctx context.Context, candidate bool, reason strin
 }
 
 // WithdrawTo is SetCandidate(false), handing the Lease to the successor
-// with identity to, as ReleaseTo does.
-func (e *Elector) WithdrawTo(ctx context.Context, reason, to string) (bool, error) {
-	return e.call(ctx, request{candidacy: &decide.SetCandidate{Reason: reason, To: to}})
+// to, as ReleaseTo does.
+func (e *Elector) WithdrawTo(ctx context.Context, reason string, to Heir) (bool, error) {
+	return e.call(ctx, request{candidacy: &decide.SetCandidate{Reason: reason, To: to.Identity, Witness: to.Witness}})
 }
 
 // Hold holds the term with token, if this instance leads it now: a

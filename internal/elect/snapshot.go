@@ -32,6 +32,11 @@ type Snapshot struct {
 	// identity when handed to it); "" otherwise. Changes alone do not move
 	// Index.
 	ReservedFor string
+	// HandedOver is true while the record names this instance and was
+	// written by the previous holder handing the Lease over
+	// (decide.HandedOverAnnotation): until this instance's first write on
+	// it. Changes alone do not move Index.
+	HandedOver bool
 
 	AcquiredAt time.Time // the Lease's acquireTime, as written by the holder
 	RenewedAt  time.Time // the Lease's renewTime, as written by the holder

@@ -69,7 +69,7 @@ func (e Election) HandOver(ctx context.Context, stayOut time.Duration, to string
 		e.group.declines.set(e.Snapshot().Lease, e.group.clock.Now().Add(stayOut))
 		e.group.members.poke()
 	}
-	return e.Elector.ReleaseTo(ctx, stayOut, to)
+	return e.Elector.ReleaseTo(ctx, stayOut, heir(e.group.members.load(), to))
 }
 
 // declines are this member's stay-outs, by Lease. Written by Release

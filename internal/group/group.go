@@ -75,14 +75,21 @@ func New(cfg Config) (*Group, error) {
 		// A member campaigns only for what the plan gives it; an observer
 		// never does; a greedy member campaigns for all once fit.
 		ec.StartWithdrawn = !cfg.Candidate || cfg.Balance || cfg.Election.StartWithdrawn
+		// A balanced member's planner decides what it keeps: a Lease handed
+		// to it is taken even while its elector is withdrawn.
+		ec.AcceptHandovers = cfg.Candidate && cfg.Balance
 		reg := cfg.Registerer
 		if reg != nil && !cfg.LeaseLabeled {
 			reg = prometheus.WrapRegistererWith(prometheus.Labels{"lease": name}, cfg.Registerer)
 		}
-		var successor func() string
+		var successor func() elect.Heir
+		var witnessed func(string) (time.Time, bool)
 		if cfg.Handover && cfg.Candidate {
 			i := len(g.electors)
-			successor = func() string { return g.successorFor(i) }
+			successor = func() elect.Heir { return g.successorFor(i) }
+		}
+		if cfg.Candidate {
+			witnessed = func(version string) (time.Time, bool) { return g.members.sentAt(version) }
 		}
 		e, err := elect.New(elect.Config{
 			Config:    ec,
@@ -92,6 +99,7 @@ func New(cfg Config) (*Group, error) {
 			Metrics:   elect.NewMetrics(reg),
 			Notify:    g.notify,
 			Successor: successor,
+			Witnessed: witnessed,
 		})
 		if err != nil {
 			return nil, err
@@ -229,18 +237,30 @@ func (g *Group) collect(now time.Time) Snapshot {
 }
 
 // successorFor is whom this member hands Lease i to when it leaves, as its
-// view says now ("" for anyone): in a balanced group, the heir the fair
-// share among the others gives it (Heirs); otherwise the successor
-// (Successor), by priority and start, among the members that do not
-// decline it.
-func (g *Group) successorFor(i int) string {
+// view says now (a zero Heir for anyone): in a balanced group, the heir
+// the fair share among the others gives it (Heirs); otherwise the
+// successor (Successor), by priority and start, among the members that do
+// not decline it. Its witness is that member's member Lease as observed.
+func (g *Group) successorFor(i int) elect.Heir {
 	self, members := g.cfg.Election.Identity, g.members.load()
+	var to string
 	if !g.cfg.Balance {
-		return Successor(self, g.cfg.Leases[i], members)
+		to = Successor(self, g.cfg.Leases[i], members)
+	} else {
+		states := make([]LeaseState, len(g.electors))
+		for j, e := range g.electors {
+			states[j] = leaseStateOf(e.Snapshot())
+		}
+		to = Heirs(self, g.clock.Now(), members, states)[i]
 	}
-	states := make([]LeaseState, len(g.electors))
-	for j, e := range g.electors {
-		states[j] = leaseStateOf(e.Snapshot())
+	return heir(members, to)
+}
+
+// heir is the successor to, with the version of its member Lease in
+// members as the witness of a handover in one write.
+func heir(members *Members, to string) elect.Heir {
+	if to == "" || members == nil {
+		return elect.Heir{Identity: to}
 	}
-	return Heirs(self, g.clock.Now(), members, states)[i]
+	return elect.Heir{Identity: to, Witness: members.Versions[to]}
 }

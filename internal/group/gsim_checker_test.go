@@ -3,6 +3,7 @@ package group
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,13 +18,29 @@ import (
 //     is valid from the report that starts it until its ValidUntil, read on
 //     its node's clock, or until a report ends it; a crashed node's terms
 //     stay valid until their ValidUntil);
-//   - a term's token is the resourceVersion of its node's own write of that
-//     Lease naming it, and exceeds every earlier term's token of the Lease;
+//   - a term's token is the resourceVersion of the write of that Lease that
+//     began it, and exceeds every earlier term's token of the Lease: the
+//     node's own write naming it, or a handover in one write naming it
+//     (decide.HandedOverAnnotation, handedTo), which the node adopted
+//     without writing: written by the previous holder, and whose witness
+//     is a write of the node's own member Lease;
+//   - no term can outlast the claim of the write that began it: the others
+//     may take the Lease a lease duration, on their clocks, after they
+//     observe that write, so no earlier than leaseDuration/(1+drift) after
+//     its commit; a term must end by then (claimed), whether it began with
+//     the node's own acquire (validity from before its send) or with a
+//     handover to it (validity from before the send of the witness);
 //   - no term resumes after its validity ran out, no token is reused, and
 //     the tokens a node reports for a Lease never go backwards;
 //   - a release lands only on its releaser's record (gsim.sendLease);
+//   - a handover is dated right: the send time a node's membership gives
+//     for the witness of a handover to it (membership.sentAt, the
+//     Machine's Observed.WitnessSentAt) is a write of its own member Lease,
+//     and reads on its clock no later than the moment its request left
+//     (dated);
 //   - a token a node reports for another node holding the Lease is the
-//     resourceVersion of that node's own acquiring write of it;
+//     resourceVersion of that node's own acquiring write of it, or of a
+//     handover of it to that node (handedTo);
 //   - observers: an observer never reports leading or campaigning, sends
 //     nothing but reads (gsim.sendLease), and writes no object at all, no
 //     member Lease either (gsim.committed);
@@ -75,6 +92,11 @@ type gchecker struct {
 
 	take     *gtake  // the tail's decline, when its takeover is judged
 	takeLate float64 // how much of takeoverBound the takeover took
+
+	handed int // terms begun by a handover in one write (adopted)
+	// sent is when, in real time, the request that wrote each version of
+	// a member Lease left its member.
+	sent map[string]time.Duration
 }
 
 // gtake is a decline in the quiet tail that another member must take over.
@@ -103,7 +125,7 @@ func newGChecker(s *gsim) *gchecker {
 	return &gchecker{
 		s: s, converged: -1,
 		terms: make([][]*gterm, s.p.leases), maxToken: make([]fence.Token, s.p.leases),
-		open: map[gslot]*gterm{}, reported: map[gslot]fence.Token{},
+		open: map[gslot]*gterm{}, reported: map[gslot]fence.Token{}, sent: map[string]time.Duration{},
 	}
 }
 
@@ -159,8 +181,18 @@ func (c *gchecker) report(n *gnode, i int, r decide.Report) {
 	if r.Token <= c.maxToken[i] {
 		c.fail("%s's new term of %s has token %d, not above the earlier %d", n.name, lease, r.Token, c.maxToken[i])
 	}
-	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.name != lease || v.writer != n.name || v.holder != n.name {
-		c.fail("%s's token %d for %s is not the resourceVersion of its own acquiring write of it (%+v)", n.name, r.Token, lease, v)
+	v, ok := c.s.store.versions[int64(r.Token)]
+	handed := ok && v.writer != n.name && c.handedTo(n.name, r.Token)
+	if !ok || v.name != lease || v.holder != n.name || (v.writer != n.name && !handed) {
+		c.fail("%s's token %d for %s is not the resourceVersion of its own acquiring write of it, nor of a handover of it to it (%+v)", n.name, r.Token, lease, v)
+	}
+	if handed {
+		c.handed++
+		c.s.tracef("%s leads %s on the handover at %d, without writing", n.name, lease, r.Token)
+	}
+	if claimed := v.at + time.Duration(float64(c.s.p.timing.LeaseDuration)/(1+c.s.p.drift)); ok && end > claimed {
+		c.fail("%s's new term %d of %s is valid until %.4fs, after the others may take the Lease (%.4fs: a lease duration on the fastest clock after the write that began it, committed at %.4fs)",
+			n.name, r.Token, lease, end.Seconds(), claimed.Seconds(), v.at.Seconds())
 	}
 	if c.converged >= 0 {
 		prev := "nobody"
@@ -189,9 +221,51 @@ func (c *gchecker) holdersToken(n *gnode, i int, r decide.Report) {
 	if r.Leading || r.Holder == n.name || !c.s.named[r.Holder] {
 		return
 	}
-	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.name != c.s.leases[i] || v.writer != r.Holder || v.holder != r.Holder || !v.acquiring {
-		c.fail("%s reports token %d for %s's holder %s, which is not the resourceVersion of an acquiring write of it by %s (%+v)",
+	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.name != c.s.leases[i] || (v.writer != r.Holder && !c.handedTo(r.Holder, r.Token)) || v.holder != r.Holder || !v.acquiring {
+		c.fail("%s reports token %d for %s's holder %s, which is not the resourceVersion of an acquiring write of it by %s, nor of a handover to it (%+v)",
 			n.name, r.Token, c.s.leases[i], r.Holder, r.Holder, v)
+	}
+}
+
+// handedTo reports whether the version token is a handover in one write
+// to the member named to (decide.HandedOverAnnotation): written by the
+// holder of the version before it, naming to, and naming as its witness an
+// earlier write of to's own member Lease by to. (A hand edit that keeps
+// the annotation is not: its resourceVersion is not the term's first
+// write, whose token the others report.)
+func (c *gchecker) handedTo(to string, token fence.Token) bool {
+	st := c.s.store
+	v, ok := st.versions[int64(token)]
+	if !ok || v.witness == "" || v.holder != to {
+		return false
+	}
+	w, err := strconv.ParseInt(v.witness, 10, 64)
+	if wv, ok := st.versions[w]; err != nil || !ok || w >= int64(token) || wv.name != MemberLeaseName(gsimGroup, to) || wv.writer != to || wv.holder != to {
+		return false
+	}
+	for rev := int64(token) - 1; rev > 0; rev-- {
+		if prev, ok := st.versions[rev]; ok && prev.name == v.name {
+			return prev.holder == v.writer
+		}
+	}
+	return false
+}
+
+// memberSent notes that the member Lease write that got resourceVersion
+// rv left its member at real time at.
+func (c *gchecker) memberSent(rv string, at time.Duration) { c.sent[rv] = at }
+
+// dated judges the send time n's membership gives for witness, a version
+// of n's member Lease: n's clock read sentAt before the write was sent.
+func (c *gchecker) dated(n *gnode, witness string, sentAt time.Time) {
+	v, err := strconv.ParseInt(witness, 10, 64)
+	at, ok := c.sent[witness]
+	switch w := c.s.store.versions[v]; {
+	case err != nil || !ok || w.writer != n.name || w.name != MemberLeaseName(gsimGroup, n.name):
+		c.fail("%s dates the witness %s of a handover to it, which is not a write of its member Lease by it (%+v)", n.name, witness, w)
+	case sentAt.After(n.clock.at(at)):
+		c.fail("%s dates the witness %s of a handover to it %s, after it sent that write (%s on its clock)",
+			n.name, witness, sentAt.Format("15:04:05.000"), n.clock.at(at).Format("15:04:05.000"))
 	}
 }
 
@@ -296,7 +370,8 @@ func (c *gchecker) disturbed(until time.Duration) {
 //     release: a read and a write; the taker's acquire on the watch event)
 //     is a few round trips within that slack. With handover, a Lease
 //     handed to an heir that dies before taking it is left alone for
-//     renewDeadline more.
+//     renewDeadline more (a release signed for it); handed over in one
+//     write, it is the heir's claim, waited out as a crashed holder's.
 //
 // The network crossings: 40 typical latencies (one crossing in the tail is
 // at most 2.5 of them).
@@ -424,6 +499,9 @@ func (c *gchecker) scaleUp() {
 // valid (no Lease went unheld), every live node reports each Lease's
 // holder and its token, and a clean scale-up moved the fewest Leases.
 func (c *gchecker) finish() {
+	if c.handed != c.s.adopted {
+		c.fail("%d terms began with a handover in one write, but the Machines logged %d adoptions", c.handed, c.s.adopted)
+	}
 	end := c.s.end
 	for i, lease := range c.s.leases {
 		t := c.holderAt(i, c.converged)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,14 +30,20 @@ type gstore struct {
 	// committed is told of every commit, in commit order: the object as
 	// committed, or nil and the last object for a deletion.
 	committed func(name, rv string, l, gone *coordinationv1.Lease)
+	// now is the real time, for the versions' commit times.
+	now func() time.Duration
 }
 
-// gversion is one committed write; acquiring: it can be a write that
-// began its holder's term (acquireTime and renewTime stamped with one
-// time, as decide's acquiring has it).
+// gversion is one committed write, committed at real time at; acquiring:
+// it can be a write that began its holder's term (acquireTime and
+// renewTime stamped with one time, as decide's acquiring has it); witness:
+// the write is a handover in one write to holder by writer, naming that
+// version (decide.HandedOverAnnotation).
 type gversion struct {
 	name, writer, holder string
 	acquiring            bool
+	witness              string
+	at                   time.Duration
 }
 
 var gsimLeases = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
@@ -100,7 +107,7 @@ func (st *gstore) remove(writer, name string, uid types.UID) error {
 	st.rev++
 	delete(st.objects, name)
 	rv := strconv.FormatInt(st.rev, 10)
-	st.versions[st.rev] = gversion{name: name, writer: writer}
+	st.versions[st.rev] = gversion{name: name, writer: writer, at: st.now()}
 	st.committed(name, rv, nil, cur)
 	return nil
 }
@@ -135,7 +142,7 @@ func (st *gstore) put(writer string, l *coordinationv1.Lease) *coordinationv1.Le
 	l.Namespace = "ns"
 	st.objects[l.Name] = l
 	a, r := l.Spec.AcquireTime, l.Spec.RenewTime
-	st.versions[st.rev] = gversion{name: l.Name, writer: writer, holder: gsimHolder(l), acquiring: a != nil && r != nil && a.Equal(r)}
+	st.versions[st.rev] = gversion{name: l.Name, writer: writer, holder: gsimHolder(l), acquiring: a != nil && r != nil && a.Equal(r), witness: handedWitness(l), at: st.now()}
 	st.committed(l.Name, l.ResourceVersion, l, nil)
 	return l
 }

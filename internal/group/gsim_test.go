@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/fence"
 )
@@ -22,10 +23,11 @@ import (
 // gsim is a deterministic simulation of a lease group: several sidecar
 // processes (nodes), each running, as group.Run does, the real decision
 // core (decide.Machine) for every Lease of the group, a model of
-// members.go's membership (its I/O; the record keeping, publish and
-// nextWake are members.go's own code), and loop.go's plan (the real
-// Balanced, one SetCandidate in flight per Lease), against the in-memory
-// gstore. One seed is one history and replays exactly.
+// members.go's membership (its I/O; the record keeping, publish, nextWake,
+// and wrote and sentAt, which remember the member Lease's latest writes
+// and when each was sent, are members.go's own code), and loop.go's plan
+// (the real Balanced, one SetCandidate in flight per Lease), against the
+// in-memory gstore. One seed is one history and replays exactly.
 //
 // A seed draws either a faulty history or a clean scale-up. A faulty
 // history has 2–6 nodes started at different times and, for a while,
@@ -39,9 +41,17 @@ import (
 // moving the global revision, and hand edits (a Lease deleted, emptied,
 // given to a stranger, its duration shortened, an annotation; a member
 // Lease deleted); in half of them the members hand their Leases over
-// (Config.Handover: a graceful stop or a health step-down signs each
-// release for its heir), and in a quarter every member campaigns for every
-// Lease (greedy, Config.Balance false). A quiet, healthy tail follows. A clean scale-up starts
+// (Config.Handover: a graceful stop or a health step-down hands each Lease
+// to its heir: in one write that names the heir as holder when the
+// leaver's view has a version of the heir's member Lease, the witness, as
+// group.successorFor has it; else in a release signed for the heir), and
+// in a quarter every member campaigns for every Lease (greedy,
+// Config.Balance false). An heir leads on a handover in one write without
+// writing when the watch delivers it, dated with the send time of the
+// witness that its membership remembers (elect's driver.dated), even while
+// its elector is withdrawn (a balanced member: AcceptHandovers), and its
+// plan withdraws it again from a Lease it leads but does not want (loop.go's
+// handedUnwanted). A quiet, healthy tail follows. A clean scale-up starts
 // one node, lets it take every Lease, then starts k more within a quarter
 // of the settle time, on a healthy network. The checker (gchecker) judges
 // every step.
@@ -98,6 +108,13 @@ type gsim struct {
 	watchers  int
 	declines  int  // releases with a stay-out asked (declines of members, and releases asked of observers)
 	tailDone  bool // the tail's decline has been made (or there is none)
+	// Handovers in one write (decide.HandedOverAnnotation): written (by
+	// the leaver), adopted (the heir leads on the record without writing),
+	// and observations of one by its heir that the heir could not date
+	// (its membership no longer remembers, or never learnt of, the write
+	// named); and Leases a balanced member's plan withdrew again from
+	// because it led them without wanting them (handedUnwanted).
+	handovers, adopted, undated, rewithdrawn int
 
 	end     time.Duration // the history ends here (set once the tail is judged)
 	check   *gchecker
@@ -106,8 +123,13 @@ type gsim struct {
 	trace   []string
 }
 
-// gsimMaxSteps bounds one history's Machine steps: more means a spin.
-const gsimMaxSteps = 3_000_000
+// gsimMaxSteps bounds one history's Machine steps, and gsimMaxEvents its
+// events (a spin of the loop or the membership steps no Machine): more
+// means a spin.
+const (
+	gsimMaxSteps  = 3_000_000
+	gsimMaxEvents = 4 * gsimMaxSteps
+)
 
 // gsimGroup is the simulated group's name.
 const gsimGroup = "g"
@@ -190,7 +212,8 @@ type gelection struct {
 	wakeGen uint64
 	wakeAt  time.Duration
 	watch   gstream
-	call    uint64 // the loop's SetCandidate under way, 0 when none
+	call    uint64        // the loop's SetCandidate under way, 0 when none
+	noticed decide.Report // the last report the loop was notified of (elect's driver)
 	stopped bool
 	// declinedUntil is the end, on the node's clock, of the last decline
 	// of this Lease whose Release the Machine has been handed.
@@ -211,6 +234,7 @@ type gstream struct {
 // gmember models members.go's run loop around the real record keeping.
 type gmember struct {
 	m      *membership
+	notify chan struct{} // m.notify: publish says the plan has something new
 	busy   bool          // the run loop is blocked in a request
 	cancel func()        // cancels an upkeep under way (its context ends)
 	events []memberEvent // delivered by the watch while busy
@@ -232,8 +256,12 @@ func (c gclock) at(t time.Duration) time.Time {
 	return c.base.Add(c.offset + time.Duration(float64(t)*c.rate))
 }
 
-// when is the first real time at which the clock reads l or later.
+// when is the first real time at which the clock reads l or later (0
+// when it reads l before real time 0).
 func (c gclock) when(l time.Time) time.Duration {
+	if !l.After(c.at(0)) {
+		return 0
+	}
 	t := time.Duration(float64(l.Sub(c.base)-c.offset) / c.rate)
 	for c.at(t).Before(l) {
 		t++
@@ -303,6 +331,7 @@ func buildGSim(seed uint64, rng, x *rand.Rand, p gparams) *gsim {
 		end: math.MaxInt64,
 	}
 	s.store.committed = s.committed
+	s.store.now = func() time.Duration { return s.now }
 	for i := range p.leases {
 		s.leases = append(s.leases, fmt.Sprintf("orders-%d", i))
 		s.index[s.leases[i]] = i
@@ -346,7 +375,7 @@ func (s *gsim) run() error {
 		}
 	}
 	s.at(s.p.faults, s.judge)
-	for len(s.events) > 0 && s.check.err == nil {
+	for events := 0; len(s.events) > 0 && s.check.err == nil; events++ {
 		if s.events[0].at > s.end {
 			break
 		}
@@ -359,6 +388,9 @@ func (s *gsim) run() error {
 		}
 		if s.steps > gsimMaxSteps {
 			s.check.fail("more than %d steps: something spins", gsimMaxSteps)
+		}
+		if events > gsimMaxEvents {
+			s.check.fail("more than %d events: something spins", gsimMaxEvents)
 		}
 	}
 	if s.check.err == nil {
@@ -589,6 +621,9 @@ func (s *gsim) startNode(t time.Duration, observer bool) {
 			if observer {
 				cfg.StartWithdrawn = true // !Config.Candidate
 			}
+			// group.New: a balanced member's elector takes a Lease handed
+			// to it even while withdrawn.
+			cfg.AcceptHandovers = !observer && s.cfg.Balance
 			m, err := decide.New(cfg, seed+uint64(i))
 			if err != nil {
 				panic(err)
@@ -604,13 +639,15 @@ func (s *gsim) startNode(t time.Duration, observer bool) {
 			}
 			return
 		}
+		notify := make(chan struct{}, 1) // group.New: the group's notify, which the loop reads
 		n.mem = &gmember{
 			m: &membership{
 				group: gsimGroup, identity: n.name, name: MemberLeaseName(gsimGroup, n.name),
 				ttl: s.p.timing.LeaseDuration, timeout: timeout, log: slog.New(slog.DiscardHandler),
-				records: map[string]memberRecord{}, declines: &declines{},
+				records: map[string]memberRecord{}, declines: &declines{}, notify: notify,
 			},
-			watch: gstream{backoff: timeout},
+			notify: notify,
+			watch:  gstream{backoff: timeout},
 		}
 		s.tracef("%s starts (clock rate %.4f)", n.name, n.clock.rate)
 		for _, e := range n.els {
@@ -623,14 +660,26 @@ func (s *gsim) startNode(t time.Duration, observer bool) {
 }
 
 // step feeds one input to a Machine and carries out its output, as
-// package elect's driver does.
+// package elect's driver does; a watch's observation is dated first
+// (dated).
 func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 	if e.stopped {
 		return
 	}
+	if o, ok := input.(decide.Observed); ok {
+		input = s.dated(n, o)
+	}
 	now := n.clock.at(s.now)
 	out := e.m.Step(now, input)
 	s.steps++
+	for _, l := range out.Logs {
+		switch l.Msg {
+		case "took over the Lease handed to this instance":
+			s.adopted++
+		case "handed the Lease over":
+			s.handovers++
+		}
+	}
 	if s.tracing {
 		s.tracef("%s/%d ← %s → %s", n.name, e.i, gsimInput(input), gsimOutput(out))
 	}
@@ -638,7 +687,6 @@ func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 		s.check.fail("%s/%s: fatal: %v", n.name, s.leases[e.i], out.Fatal)
 		return
 	}
-	before := e.report
 	e.report = out.Report
 	s.check.report(n, e.i, out.Report)
 	for _, r := range out.Replies {
@@ -667,7 +715,14 @@ func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 		}
 		return
 	}
-	if wakeAt := n.clock.when(out.Wake); wakeAt != e.wakeAt || wakeAt <= s.now {
+	// The driver's timer waits max(Wake−now, 0): a Wake at or before now
+	// (even the zero time: a term adopted while a read is due) is a Tick
+	// at once.
+	wakeAt := s.now
+	if out.Wake.After(now) {
+		wakeAt = n.clock.when(out.Wake)
+	}
+	if wakeAt != e.wakeAt || wakeAt <= s.now {
 		e.wakeGen++
 		gen := e.wakeGen
 		e.wakeAt = wakeAt
@@ -677,9 +732,41 @@ func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 			}
 		})
 	}
-	if r := out.Report; r.Observed != before.Observed || r.Leading != before.Leading || r.Holder != before.Holder || !r.FreeAt.Equal(before.FreeAt) {
+	if noticeable(e.noticed, out.Report) {
+		e.noticed = out.Report
 		s.notify(n)
 	}
+}
+
+// dated is elect's driver.dated with group.New's Witnessed (the
+// membership's sentAt; an observer has none): an observation of a record
+// handed to n (decide.HandedOverAnnotation) gets the local time before n
+// sent the write of its member Lease that the annotation names, when n's
+// membership remembers that write.
+func (s *gsim) dated(n *gnode, o decide.Observed) decide.Observed {
+	if n.mem == nil || o.Lease == nil || o.Lease.Spec.HolderIdentity == nil || *o.Lease.Spec.HolderIdentity != n.name {
+		return o
+	}
+	if witness := o.Lease.Annotations[decide.HandedOverAnnotation]; witness != "" {
+		var ok bool
+		if o.WitnessSentAt, ok = n.mem.m.sentAt(witness); !ok {
+			s.undated++
+		} else {
+			s.check.dated(n, witness, o.WitnessSentAt)
+		}
+	}
+	return o
+}
+
+// noticeable is elect's noticeable: whether report differs from the last
+// one the loop was notified of in what the loop acts on (a change of
+// Index, LeaderAddress included, of Observed, Candidate, Leading or
+// ReservedFor, or FreeAt becoming zero or not zero). A renewal, or another
+// holder's, is not noticeable; nor is a change of HandedOver alone.
+func noticeable(last, report decide.Report) bool {
+	return last.Leading != report.Leading || last.Holder != report.Holder || last.Term != report.Term ||
+		last.Token != report.Token || last.LeaderAddress != report.LeaderAddress || last.Observed != report.Observed || last.Candidate != report.Candidate ||
+		last.FreeAt.IsZero() != report.FreeAt.IsZero() || last.ReservedFor != report.ReservedFor
 }
 
 // goroutine is how long a hand-off between goroutines of one process
@@ -1003,13 +1090,14 @@ func (s *gsim) memberIdle(n *gnode) {
 		return
 	}
 	now := n.clock.at(s.now)
-	prev := m.load()
 	m.publish(now)
-	if m.load() != prev {
+	select {
+	case <-g.notify: // publish notified: not when only Members.Versions changed (a renewal)
 		if cur := m.load(); s.tracing {
 			s.tracef("%s sees members %v (joined at %s)", n.name, cur.Identities, cur.JoinedAt.Format("15:04:05.000"))
 		}
 		s.notify(n)
+	default:
 	}
 	switch {
 	case len(g.events) > 0:
@@ -1057,7 +1145,9 @@ func (s *gsim) memberCall(n *gnode, deadline time.Time, do func() (*coordination
 
 // memberUpkeep is members.go's upkeep: create the member Lease (on
 // AlreadyExists, read and update it) or renew it, within one timeout, with
-// declined as its DeclinedAnnotation.
+// declined as its DeclinedAnnotation; a write that succeeded is remembered
+// with the local time before the first request was sent (membership.wrote,
+// which sentAt, the electors' Witnessed, reads).
 func (s *gsim) memberUpkeep(n *gnode, declined string, then func()) {
 	m := n.mem.m
 	start := n.clock.at(s.now)
@@ -1071,21 +1161,36 @@ func (s *gsim) memberUpkeep(n *gnode, declined string, then func()) {
 			m.renewAt = start.Add(m.timeout)
 		} else {
 			m.own, m.written = l, declined
+			m.wrote(l.ResourceVersion, start)
 			m.renewAt = start.Add(m.ttl / 3)
 			m.observe(n.clock.at(s.now), memberEvent{lease: l})
 		}
 		then()
 	}
+	// sent tells the checker when, in real time, the request that made a
+	// version left.
+	sent := func(l *coordinationv1.Lease, err error, at time.Duration) (*coordinationv1.Lease, error) {
+		if err == nil {
+			s.check.memberSent(l.ResourceVersion, at)
+		}
+		return l, err
+	}
 	update := func(base *coordinationv1.Lease) {
-		body := m.record(start, base, declined)
-		s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) { return s.store.update(n.name, body) }, done)
+		body, at := m.record(start, base, declined), s.now
+		s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) {
+			l, err := s.store.update(n.name, body)
+			return sent(l, err, at)
+		}, done)
 	}
 	if m.own != nil {
 		update(m.own)
 		return
 	}
-	body := m.record(start, nil, declined)
-	s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) { return s.store.create(n.name, body) }, func(l *coordinationv1.Lease, err error) {
+	body, at := m.record(start, nil, declined), s.now
+	s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) {
+		l, err := s.store.create(n.name, body)
+		return sent(l, err, at)
+	}, func(l *coordinationv1.Lease, err error) {
 		if !apierrors.IsAlreadyExists(err) {
 			done(l, err)
 			return
@@ -1129,33 +1234,43 @@ func (s *gsim) memberStop(n *gnode) {
 	g.watch.open = false
 	heirs := s.heirs(n)
 	for i, e := range n.els {
-		s.step(n, e, decide.Stop{To: heirs[i]})
+		s.step(n, e, decide.Stop{To: heirs[i].Identity, Witness: heirs[i].Witness}) // elect's driver.run
 	}
 	s.memberLeave(n, func() { g.done = true })
 }
 
 // heirs is, with handover, whom n hands each Lease to as it leaves
-// (group.successorFor, in a balanced group: Heirs); "" for each without.
-func (s *gsim) heirs(n *gnode) []string {
-	heirs := make([]string, len(n.els))
-	switch {
-	case !s.p.handover:
-	case s.p.greedy:
-		for i := range heirs {
-			heirs[i] = Successor(n.name, s.leases[i], n.mem.m.load())
+// (group.successorFor, in a balanced group: Heirs), each with its witness,
+// the version of its member Lease in n's view (heir); a zero Heir for each
+// without.
+func (s *gsim) heirs(n *gnode) []elect.Heir {
+	heirs := make([]elect.Heir, len(n.els))
+	if !s.p.handover {
+		return heirs
+	}
+	members := n.mem.m.load()
+	var to []string
+	if s.p.greedy {
+		to = make([]string, len(n.els))
+		for i := range to {
+			to[i] = Successor(n.name, s.leases[i], members)
 		}
-	default:
-		heirs = Heirs(n.name, n.clock.at(s.now), n.mem.m.load(), s.states(n))
+	} else {
+		to = Heirs(n.name, n.clock.at(s.now), members, s.states(n))
+	}
+	for i := range heirs {
+		heirs[i] = heir(members, to[i])
 	}
 	return heirs
 }
 
-// states is what the plan needs of n's elections now.
+// states is what the plan needs of n's elections now (leaseStateOf, of
+// the snapshots elect's driver.publish makes of the reports).
 func (s *gsim) states(n *gnode) []LeaseState {
 	states := make([]LeaseState, len(n.els))
 	for i, e := range n.els {
 		r := e.report
-		states[i] = LeaseState{Name: s.leases[i], Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt, ReservedFor: r.ReservedFor}
+		states[i] = LeaseState{Name: s.leases[i], Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt, ReservedFor: r.ReservedFor, HandedOver: r.HandedOver}
 	}
 	return states
 }
@@ -1176,8 +1291,9 @@ func (s *gsim) notify(n *gnode) {
 }
 
 // plan is loop.go's plan: the candidacy Balanced wants, asked of each
-// elector whose last request differs and that has no call under way; then
-// the loop sleeps until Balanced's wake at the latest.
+// elector whose last request differs, or that leads a Lease it is not to
+// have (handed to it while withdrawn: withdrawn again), and that has no
+// call under way; then the loop sleeps until Balanced's wake at the latest.
 func (s *gsim) plan(n *gnode) {
 	if !n.alive || n.stopping || n.observer {
 		return // an observer's loop asks nothing of its electors
@@ -1186,7 +1302,7 @@ func (s *gsim) plan(n *gnode) {
 	wake := now.Add(s.p.timing.LeaseDuration)
 	want := make([]bool, len(s.leases))
 	ok := true
-	var heirs []string
+	var heirs []elect.Heir
 	switch {
 	case n.fit && s.p.greedy:
 		for i := range want {
@@ -1209,20 +1325,26 @@ func (s *gsim) plan(n *gnode) {
 		heirs = s.heirs(n) // leaving the group: hand over, as on shutdown
 	}
 	for i, w := range want {
-		if !ok || w == n.requested[i] || n.inflight[i] {
+		handedUnwanted := !w && n.els[i].report.Leading
+		if !ok || (w == n.requested[i] && !handedUnwanted) || n.inflight[i] {
 			continue
+		}
+		if w == n.requested[i] {
+			s.rewithdrawn++
 		}
 		n.requested[i], n.inflight[i] = w, true
 		n.calls++
 		e, id := n.els[i], n.calls
 		e.call = id
-		var to string
+		var to elect.Heir
 		if heirs != nil {
 			to = heirs[i]
 		}
-		s.tracef("%s's plan: candidate for %s: %v (to %q)", n.name, s.leases[i], w, to)
+		s.tracef("%s's plan: candidate for %s: %v (to %q, witness %q)", n.name, s.leases[i], w, to.Identity, to.Witness)
 		s.at(s.now+s.goroutine(), func() {
-			s.in(n, func() { s.step(n, e, decide.SetCandidate{ID: id, Candidate: w, Reason: "plan", To: to}) })
+			s.in(n, func() {
+				s.step(n, e, decide.SetCandidate{ID: id, Candidate: w, Reason: "plan", To: to.Identity, Witness: to.Witness})
+			})
 		})
 	}
 	n.loopGen++
@@ -1389,6 +1511,13 @@ func (s *gsim) handEdit() {
 func gsimInput(in decide.Input) string {
 	switch in := in.(type) {
 	case decide.Observed:
+		if w := handedWitness(in.Lease); w != "" {
+			sent := "undated"
+			if !in.WitnessSentAt.IsZero() {
+				sent = "sent at " + in.WitnessSentAt.Format("15:04:05.000")
+			}
+			return fmt.Sprintf("watch %s, handed over, witness %s %s", gsimLease(in.Lease, in.ResourceVersion), w, sent)
+		}
 		return "watch " + gsimLease(in.Lease, in.ResourceVersion)
 	case decide.Result:
 		if in.Err != nil {
@@ -1396,9 +1525,17 @@ func gsimInput(in decide.Input) string {
 		}
 		return "answer " + gsimLease(in.Lease, "")
 	case decide.SetCandidate:
+		if in.To != "" {
+			return fmt.Sprintf("SetCandidate(%v, to %s, witness %q)", in.Candidate, in.To, in.Witness)
+		}
 		return fmt.Sprintf("SetCandidate(%v)", in.Candidate)
 	case decide.Release:
 		return fmt.Sprintf("Release(stay out %v)", in.StayOut)
+	case decide.Stop:
+		if in.To != "" {
+			return fmt.Sprintf("Stop(to %s, witness %q)", in.To, in.Witness)
+		}
+		return "Stop"
 	default:
 		return strings.TrimPrefix(fmt.Sprintf("%T", in), "decide.")
 	}
@@ -1424,6 +1561,15 @@ func gsimLease(l *coordinationv1.Lease, rv string) string {
 		return "missing@" + rv
 	}
 	return fmt.Sprintf("%s{holder %q}", l.ResourceVersion, gsimHolder(l))
+}
+
+// handedWitness is the witness a record handed over in one write names
+// (decide.HandedOverAnnotation), "" for any other record.
+func handedWitness(l *coordinationv1.Lease) string {
+	if gsimHolder(l) == "" {
+		return ""
+	}
+	return l.Annotations[decide.HandedOverAnnotation]
 }
 
 func firstLine(s string) string {

@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/group"
 )
 
@@ -185,4 +189,66 @@ func TestHealthStepDownHandsToTheNewest(t *testing.T) {
 		t.Errorf("c leads %v after a's step-down: not before the others' wait (%v) ended", took, renewDeadline)
 	}
 	waitMembers(t, []*member{b, c}, 2)
+}
+
+// With handover, a balanced leaver hands each Lease over in one write: the
+// first version after its stop names the heir (decide.HandedOverAnnotation
+// citing the heir's member Lease), no empty record comes between, and the
+// heir leads on that very version, without a write of its own: its token is
+// that version's resourceVersion.
+func TestBalancedLeaverHandsOverInOneWrite(t *testing.T) {
+	f := newFixture(t)
+	leases := shardNames(6)
+	now := time.Now()
+	withHandover := func(c *group.Config) { c.Handover, c.StartedAt = true, now }
+	a := f.start("a", leases, withHandover)
+	waitHeld(t, []*member{a}, []int{6})
+	b, c := f.start("b", leases, withHandover), f.start("c", leases, withHandover)
+	waitHeld(t, []*member{a, b, c}, []int{2, 2, 2})
+	var leaving []string
+	for _, s := range a.Snapshot().Leases {
+		if s.Leading {
+			leaving = append(leaving, s.Lease)
+		}
+	}
+
+	w, err := f.client.Watch(t.Context(), metav1.ListOptions{}) // from now: the current versions first
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	a.stop(t)
+	rest := []*member{b, c}
+	waitHeld(t, rest, []int{3, 3})
+
+	first := map[string]*coordinationv1.Lease{} // the first version of each of a's Leases after a held it
+	deadline := time.After(generous)
+	for len(first) < len(leaving) {
+		select {
+		case ev := <-w.ResultChan():
+			l, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok || !slices.Contains(leaving, l.Name) || first[l.Name] != nil || *l.Spec.HolderIdentity == "a" {
+				continue
+			}
+			first[l.Name] = l
+		case <-deadline:
+			t.Fatalf("the watch showed %d of a's %d Leases change", len(first), len(leaving))
+		}
+	}
+	for _, name := range leaving {
+		l := first[name]
+		heir := *l.Spec.HolderIdentity
+		if heir == "" || l.Annotations[decide.HandedOverAnnotation] == "" {
+			t.Errorf("%s: the version after a's names %q with %s=%q; want the heir, handed over in one write",
+				name, heir, decide.HandedOverAnnotation, l.Annotations[decide.HandedOverAnnotation])
+			continue
+		}
+		for _, m := range rest {
+			for _, s := range m.Snapshot().Leases {
+				if s.Lease == name && m.id == heir && s.Token.String() != l.ResourceVersion {
+					t.Errorf("%s: heir %s leads with token %d; want the handover's resourceVersion %s (no write of its own first)", name, heir, s.Token, l.ResourceVersion)
+				}
+			}
+		}
+	}
 }

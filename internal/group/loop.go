@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/elect"
 )
 
 // loop is the group's one goroutine: it publishes the group state and puts
@@ -87,7 +89,10 @@ func (l *loop) plan(ctx context.Context, now time.Time, snap Snapshot) time.Time
 		}
 	}
 	for i, w := range want {
-		if w == l.requested[i] || l.inflight[i] {
+		// A Lease handed to this member while withdrawn from it
+		// (decide.Config.AcceptHandovers) and not wanted is withdrawn again.
+		handedUnwanted := !w && snap.Leases[i].Leading
+		if (w == l.requested[i] && !handedUnwanted) || l.inflight[i] {
 			continue
 		}
 		l.requested[i], l.inflight[i] = w, true
@@ -99,14 +104,14 @@ func (l *loop) plan(ctx context.Context, now time.Time, snap Snapshot) time.Time
 			}
 		}
 		e := l.electors[i]
-		var to string
+		var to elect.Heir
 		if !w && !l.fit && l.cfg.Handover {
 			to = l.successorFor(i) // leaving the group: hand over, as on shutdown
 		}
 		l.calls.Go(func() {
 			defer func() { l.results <- i }()
 			var err error
-			if to != "" {
+			if to.Identity != "" {
 				_, err = e.WithdrawTo(ctx, reason, to)
 			} else {
 				_, err = e.SetCandidate(ctx, w, reason)

@@ -56,6 +56,10 @@ type Members struct {
 	Declined map[string][]string
 	// Info is what each live member publishes about itself, by identity.
 	Info map[string]MemberInfo
+	// Versions are the resourceVersions of the live members' member Leases
+	// as observed, by identity: the witness of a handover in one write
+	// (elect.Heir.Witness). A change of them alone is not notified.
+	Versions map[string]string
 }
 
 // MemberInfo is what a member publishes on its member Lease for the choice
@@ -92,8 +96,9 @@ type membership struct {
 	info                  MemberInfo // this member's own, written on its member Lease
 
 	current atomic.Pointer[Members]
-	wanted  atomic.Bool   // be a member: set by setMember
-	wake    chan struct{} // capacity 1: wanted changed
+	sent    atomic.Pointer[[]memberWrite] // this member's latest writes, newest last (sentAt)
+	wanted  atomic.Bool                   // be a member: set by setMember
+	wake    chan struct{}                 // capacity 1: wanted changed
 
 	// Owned by run.
 	records  map[string]memberRecord // by Lease name
@@ -103,6 +108,42 @@ type membership struct {
 	own      *coordinationv1.Lease // as last written, nil when not written
 	renewAt  time.Time
 	written  string // DeclinedAnnotation as last written
+}
+
+// memberWrite is one of this member's writes of its member Lease: the
+// resourceVersion it got, and the local time before it was sent.
+type memberWrite struct {
+	version string
+	sentAt  time.Time
+}
+
+// keptWrites is how many of its latest member Lease writes a member
+// remembers for sentAt: a leaver names the version of it that it observed,
+// which may be a renewal or two behind.
+const keptWrites = 4
+
+// sentAt is when this member sent the write of its member Lease that got
+// resourceVersion version (local time, before sending), if it is one of
+// the latest it made. Safe for concurrent use; it never blocks.
+func (m *membership) sentAt(version string) (time.Time, bool) {
+	if writes := m.sent.Load(); writes != nil {
+		for _, w := range *writes {
+			if w.version == version {
+				return w.sentAt, true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
+// wrote remembers a write of the member Lease (sentAt).
+func (m *membership) wrote(version string, sentAt time.Time) {
+	var writes []memberWrite
+	if old := m.sent.Load(); old != nil {
+		writes = *old
+	}
+	writes = append(slices.Clone(writes[max(len(writes)-keptWrites+1, 0):]), memberWrite{version, sentAt})
+	m.sent.Store(&writes)
 }
 
 // memberRecord is one member Lease as observed.
@@ -248,6 +289,7 @@ func (m *membership) upkeep(ctx context.Context, declined string) {
 		return
 	}
 	m.own, m.written = written, declined
+	m.wrote(written.ResourceVersion, now)
 	m.renewAt = now.Add(m.ttl / 3)
 	m.observe(m.clock.Now(), memberEvent{lease: written})
 }
@@ -350,12 +392,14 @@ func (m *membership) publish(now time.Time) {
 	var ids []string
 	var declined map[string][]string
 	info := map[string]MemberInfo{}
+	versions := map[string]string{}
 	for _, r := range m.records {
 		if !r.liveAt(now) {
 			continue
 		}
 		ids = append(ids, r.identity)
 		info[r.identity] = r.info
+		versions[r.identity] = r.resourceVersion
 		for lease, until := range r.declined {
 			if now.Before(until) {
 				if declined == nil {
@@ -371,7 +415,8 @@ func (m *membership) publish(now time.Time) {
 		slices.Sort(leases)
 	}
 	prev := m.load()
-	if prev != nil && prev.Listed == m.listed && slices.Equal(prev.Identities, ids) && reflect.DeepEqual(prev.Declined, declined) && maps.Equal(prev.Info, info) {
+	same := prev != nil && prev.Listed == m.listed && slices.Equal(prev.Identities, ids) && reflect.DeepEqual(prev.Declined, declined) && maps.Equal(prev.Info, info)
+	if same && maps.Equal(prev.Versions, versions) {
 		return
 	}
 	if prev != nil {
@@ -382,7 +427,10 @@ func (m *membership) publish(now time.Time) {
 			}
 		}
 	}
-	m.current.Store(&Members{Identities: ids, JoinedAt: m.joinedAt, Listed: m.listed, Declined: declined, Info: info})
+	m.current.Store(&Members{Identities: ids, JoinedAt: m.joinedAt, Listed: m.listed, Declined: declined, Info: info, Versions: versions})
+	if same {
+		return // only a renewal: nothing to plan on
+	}
 	select {
 	case m.notify <- struct{}{}:
 	default:

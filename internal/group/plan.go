@@ -162,6 +162,10 @@ type LeaseState struct {
 	// ReservedFor is the successor the last holder handed the Lease to,
 	// while it goes first (until FreeAt for the others); "" otherwise.
 	ReservedFor string
+	// HandedOver: the record names its holder, written by the previous
+	// holder handing the Lease over in one write, until the holder's first
+	// write on it (elect.Snapshot.HandedOver).
+	HandedOver bool
 }
 
 // validHolder is the holder self judges valid at now: itself while
@@ -222,7 +226,8 @@ func Balanced(self string, now time.Time, members *Members, leases []LeaseState,
 }
 
 // HandedTo reports whether a Lease is handed to self now (reserved for it,
-// ReservedFor). The member that handed it over is most often leaving (a
+// ReservedFor, or a record naming it that its previous holder wrote,
+// HandedOver). The member that handed it over is most often leaving (a
 // shutdown or a health step-down; a POST /v1/leases/{lease}/release?to=
 // keeps it a member), and its member Lease's deletion may reach self after
 // the Lease does: until then self counts the leaver as a member, and
@@ -232,7 +237,7 @@ func Balanced(self string, now time.Time, members *Members, leases []LeaseState,
 // leaver's Leases moves once, straight to where it stays.
 func HandedTo(self string, leases []LeaseState) bool {
 	for _, s := range leases {
-		if s.ReservedFor == self {
+		if s.ReservedFor == self || (s.HandedOver && s.Holder == self) {
 			return true
 		}
 	}
@@ -264,5 +269,5 @@ func viewOf(self string, now time.Time, members *Members, leases []LeaseState) (
 
 // leaseStateOf is what the plan needs of an election's snapshot.
 func leaseStateOf(s *elect.Snapshot) LeaseState {
-	return LeaseState{Name: s.Lease, Observed: s.Observed, Leading: s.Leading, Holder: s.Holder, FreeAt: s.FreeAt, ReservedFor: s.ReservedFor}
+	return LeaseState{Name: s.Lease, Observed: s.Observed, Leading: s.Leading, Holder: s.Holder, FreeAt: s.FreeAt, ReservedFor: s.ReservedFor, HandedOver: s.HandedOver}
 }

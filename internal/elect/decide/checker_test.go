@@ -16,12 +16,22 @@ import (
 //     the report that starts it until its ValidUntil, read on its instance's
 //     clock, or until a report ends it; a crashed instance's last term stays
 //     valid until its ValidUntil, as a paused one's would);
-//   - every term's token is the resourceVersion of a write of that very
-//     instance naming it, and is larger than every earlier term's;
+//   - every term's token is the resourceVersion of the write that started
+//     it, and is larger than every earlier term's: a write of that very
+//     instance naming it, or a handover to it in one write (the term is
+//     adopted), written by the Lease's previous holder on the version
+//     naming it, citing a member Lease write of the heir's that committed
+//     before it;
+//   - an adopted term is valid at most until the send time of the member
+//     Lease write its handover cites plus renewDeadline, on the heir's
+//     clock;
+//   - no term starts on an instance told to stop or to stay out, nor on a
+//     withdrawn one, but for a handover it adopts with AcceptHandovers;
 //   - no term resumes once its validity ran out, and no token is reused;
 //   - the tokens an instance reports never go backwards;
 //   - a token an instance reports for another instance that holds the
-//     Lease is the resourceVersion of that holder's acquiring write;
+//     Lease is the resourceVersion of the write that started that holder's
+//     term: its acquiring write, or a handover to it;
 //   - a release lands only on a record its releaser held (sim.apply);
 //
 // and, at the end, liveness: once nothing has disturbed the history for
@@ -35,6 +45,8 @@ type checker struct {
 	maxToken  fence.Token
 	reported  map[*instance]fence.Token
 	quietFrom time.Duration
+
+	adopted, adoptedWithdrawn int // terms adopted from a handover (by a withdrawn instance)
 }
 
 // holdersToken judges the token r reports for a holder other than its
@@ -44,9 +56,42 @@ func (c *checker) holdersToken(in *instance, r Report) {
 	if r.Leading || r.Holder == in.identity || !slices.ContainsFunc(c.s.instances, func(i *instance) bool { return i.identity == r.Holder }) {
 		return
 	}
-	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.writer != r.Holder || v.holder != r.Holder || v.lease == nil || !acquiring(v.lease) {
-		c.fail("%s reports token %d for holder %s, which is not the resourceVersion of an acquiring write of %s (%+v)", in.identity, r.Token, r.Holder, r.Holder, v)
+	v := c.s.store.versions[int64(r.Token)]
+	if adopted, err := c.termStart(r.Holder, r.Token, false); err != nil || !adopted && !acquiring(v.lease) {
+		c.fail("%s reports token %d for holder %s, which is not the resourceVersion of an acquiring write of %s nor of a handover to it (%v; %+v)", in.identity, r.Token, r.Holder, r.Holder, err, v)
 	}
+}
+
+// termStart judges the write whose resourceVersion is token as the start
+// of a term of identity's: a write of its own naming it (adopted false),
+// or a handover to it in one write (adopted true), written by the Lease's
+// previous holder on the version that named it, starting a term
+// (acquireTime = renewTime), and, when cited is set (identity leads on
+// it), citing (HandedOverAnnotation) a member Lease write of identity's
+// that committed before it. (Others see a handover that cites a write the
+// heir cannot date begin a term as well, as they see an acquire whose
+// answer was lost.) The error says why it is neither.
+func (c *checker) termStart(identity string, token fence.Token, cited bool) (adopted bool, err error) {
+	v, ok := c.s.store.versions[int64(token)]
+	switch {
+	case !ok || v.lease == nil || v.holder != identity:
+		return false, fmt.Errorf("not a version naming %s (%+v)", identity, v)
+	case v.writer == identity:
+		return false, nil
+	}
+	w := handedWitness(v.lease)
+	prev, _ := c.s.store.previous(int64(token))
+	switch {
+	case w == "":
+		return true, fmt.Errorf("written by %s, and not a handover", v.writer)
+	case prev.lease == nil || prev.holder != v.writer:
+		return true, fmt.Errorf("a handover written by %s on a version it did not hold (held by %q)", v.writer, prev.holder)
+	case !acquiring(v.lease):
+		return true, fmt.Errorf("a handover by %s that starts no term", v.writer)
+	case cited && (c.s.store.others[int64(tokenOf(w))] != identity || tokenOf(w) >= token):
+		return true, fmt.Errorf("a handover by %s citing %s, not a write of %s's before it", v.writer, w, identity)
+	}
+	return true, nil
 }
 
 // termRecord is one term, in real time.
@@ -105,8 +150,29 @@ func (c *checker) observe(in *instance, r Report) {
 	if r.Token <= c.maxToken {
 		c.fail("%s's new term has token %d, not above the earlier %d", in.identity, r.Token, c.maxToken)
 	}
-	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.writer != in.identity || v.holder != in.identity {
-		c.fail("%s's token %d is not the resourceVersion of its own acquiring write (%+v)", in.identity, r.Token, v)
+	adopted, err := c.termStart(in.identity, r.Token, true)
+	if err != nil {
+		c.fail("%s's token %d is not the resourceVersion of the write that started its term: %v", in.identity, r.Token, err)
+	}
+	told, local := in.told, in.local(c.s.base, now)
+	switch {
+	case told.stopping:
+		c.fail("%s started term %d while stopping", in.identity, r.Token)
+	case local.Before(told.stayOutUntil):
+		c.fail("%s started term %d while staying out", in.identity, r.Token)
+	case told.withdrawn && !(adopted && c.s.params.timing.AcceptHandovers):
+		c.fail("%s started term %d while withdrawn (adopted %v, AcceptHandovers %v)", in.identity, r.Token, adopted, c.s.params.timing.AcceptHandovers)
+	}
+	if adopted {
+		c.adopted++
+		if told.withdrawn {
+			c.adoptedWithdrawn++
+		}
+		witness := c.s.witnesses[handedWitness(c.s.store.versions[int64(r.Token)].lease)]
+		if bound := witness.sentAt.Add(c.s.params.timing.RenewDeadline); r.ValidUntil.After(bound) {
+			c.fail("%s adopted term %d valid until %s, past its witness's send time %s + renewDeadline",
+				in.identity, r.Token, r.ValidUntil.Format("15:04:05.000"), witness.sentAt.Format("15:04:05.000"))
+		}
 	}
 	t := &termRecord{in: in, token: r.Token, start: now, end: end}
 	c.terms = append(c.terms, t)

@@ -35,6 +35,14 @@ type Config struct {
 	ReleaseOnStop bool
 	// StartWithdrawn starts out of the election, until SetCandidate(true).
 	StartWithdrawn bool
+	// AcceptHandovers takes a Lease handed to this instance
+	// (HandedOverAnnotation) even while it is withdrawn, though never
+	// while it stays out (Release) or stops. A balanced lease group sets
+	// it: its planner withdraws each elector from the Leases outside the
+	// member's share, and decides, once the Lease is held, whether the
+	// member keeps it. Without it a withdrawn instance releases a record
+	// handed to it.
+	AcceptHandovers bool
 	// AdvertiseAddress, when set, is where others reach this instance
 	// (host:port). It is written on every acquire and renewal
 	// (LeaderAddressAnnotation), and taken off by the release, so that every

@@ -44,9 +44,10 @@
 //     this instance has itself observed that version for the same full
 //     duration (a fresh candidate has observed nothing, and a claim from
 //     before failed polls is stale). A record that names this instance is
-//     its own write (identities are unique per process) and is taken back at
-//     once, with a new term: that is how an acquire whose answer was lost is
-//     recovered without waiting out the Lease.
+//     its own write (identities are unique per process), or a handover to
+//     it, and is taken back at once, with a new term: that is how an
+//     acquire whose answer was lost is recovered without waiting out the
+//     Lease.
 //   - Step-down is immediate: the term ends the moment a read, a watch event
 //     or a write's answer shows the Lease deleted, emptied or held by
 //     someone else, and before any voluntary release is written.
@@ -66,6 +67,16 @@
 //     first; with holds on the term (a `leasehold run` command still
 //     running), it waits for them to end, at most until the term's validity
 //     ends.
+//   - A handover in one write (HandedOverAnnotation) is such a release that
+//     names the successor as the new holder. The successor leads on it
+//     without writing only when it can date the record from below by a
+//     write of its own that the leaver cites, having observed it first
+//     (Observed.WitnessSentAt): the term is valid until fence.ValidUntil of
+//     that write's send time, which precedes the record's write and so
+//     every other instance's observation of it; the token is the record's
+//     resourceVersion, which must be the largest seen. Otherwise the
+//     record is taken back by a write, or released, as any record naming
+//     it.
 //
 // # Another holder's token
 //

@@ -28,6 +28,13 @@ type harness struct {
 	watchLast string          // resourceVersion of the version the watch delivered last ("" when none, or one was missed)
 	sent      []sentRequest   // every request, in order
 	replies   []Reply
+	led       []Report // every report that said leading, in order
+	// witnesses are this instance's writes to its member Lease whose
+	// answers it got: resourceVersion → local send time. The watch's
+	// observations of a record handed to it carry the send time of the
+	// write the handover names (Observed.WitnessSentAt), as the driver
+	// looks it up.
+	witnesses map[string]time.Time
 }
 
 type sentRequest struct {
@@ -57,7 +64,7 @@ func newHarness(t *testing.T, cfg Config, s *store) *harness {
 		t.Fatal(err)
 	}
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	h := &harness{t: t, cfg: cfg, m: m, store: s, start: start, now: start, lose: map[Purpose]int{}}
+	h := &harness{t: t, cfg: cfg, m: m, store: s, start: start, now: start, lose: map[Purpose]int{}, witnesses: map[string]time.Time{}}
 	s.watchers = append(s.watchers, func(ev watchEvent) {
 		if h.watching {
 			h.queued = append(h.queued, ev)
@@ -75,7 +82,7 @@ func (h *harness) begin(watching bool) {
 	if watching {
 		l, _ := h.store.get()
 		h.watchLast = h.rv()
-		h.feed(Observed{Lease: l, ResourceVersion: h.rv()})
+		h.feed(h.observed(l, h.rv(), ""))
 		h.feed(WatchUp{})
 	}
 }
@@ -106,7 +113,7 @@ func (h *harness) feed(in Input) Output {
 			if ev.lease != nil {
 				h.watchLast = ev.rv
 			}
-			out = h.m.Step(h.now, Observed{Lease: ev.lease, ResourceVersion: ev.rv, Follows: follows})
+			out = h.m.Step(h.now, h.observed(ev.lease, ev.rv, follows))
 		case out.AwaitHolds != 0:
 			out = h.m.Step(h.now, HoldsCleared{})
 		default:
@@ -116,15 +123,42 @@ func (h *harness) feed(in Input) Output {
 	}
 }
 
+// observed is the watch's observation of l at rv, following the version
+// follows, as the driver builds it: for a record handed to this instance,
+// with the send time of its write that the handover names, if it knows it.
+func (h *harness) observed(l *coordinationv1.Lease, rv, follows string) Observed {
+	in := Observed{Lease: l, ResourceVersion: rv, Follows: follows}
+	if holderOf(l) == h.cfg.Identity && handedWitness(l) != "" {
+		in.WitnessSentAt = h.witnesses[handedWitness(l)]
+	}
+	return in
+}
+
+// witness has this instance write its member Lease (another object in the
+// store) now, and get the answer: it returns the write's resourceVersion,
+// whose send time the driver now knows.
+func (h *harness) witness() string {
+	rv := h.store.otherWrite(h.cfg.Identity)
+	h.witnesses[rv] = h.now
+	return rv
+}
+
 func (h *harness) record(out Output) {
 	h.t.Helper()
 	if out.Fatal != nil {
 		h.t.Fatalf("fatal: %v", out.Fatal)
 	}
 	if out.Request != nil {
-		h.sent = append(h.sent, sentRequest{at: h.now, Request: *out.Request})
+		req := *out.Request
+		if req.Lease != nil {
+			req.Lease = req.Lease.DeepCopy() // as sent: the store takes the body it commits
+		}
+		h.sent = append(h.sent, sentRequest{at: h.now, Request: req})
 	}
 	h.replies = append(h.replies, out.Replies...)
+	if out.Report.Leading {
+		h.led = append(h.led, out.Report)
+	}
 	h.last = out
 }
 

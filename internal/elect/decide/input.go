@@ -26,10 +26,17 @@ type Tick struct{}
 // when there is none (the first of a stream, or after a deletion) or the
 // stream may have missed a version. A watch delivers every version in
 // order, so no write came between the two.
+//
+// WitnessSentAt is, for a record that names this instance and was handed
+// to it (HandedOverAnnotation), the local time before this instance sent
+// the write the annotation names (its member Lease), when this instance
+// made that write; zero otherwise. The driver looks it up; it is what
+// lets this instance lead on the handed record without writing first.
 type Observed struct {
 	Lease           *coordinationv1.Lease
 	ResourceVersion string
 	Follows         string
+	WitnessSentAt   time.Time
 }
 
 // WatchUp says that a watch on the Lease is open: candidates stop polling.
@@ -49,12 +56,14 @@ type Result struct {
 
 // Release asks to end the term if any, release the Lease if this instance
 // holds it, and stay out of the election for StayOut. With To set, the
-// release is handed to that successor (see ReleasedForAnnotation). It is
-// answered by a Reply with the same ID.
+// release is handed to that successor (see ReleasedForAnnotation); with
+// Witness set too, in one write that names To as the new holder (see
+// HandedOverAnnotation). It is answered by a Reply with the same ID.
 type Release struct {
 	ID      uint64
 	StayOut time.Duration
 	To      string
+	Witness string
 }
 
 // SetCandidate takes this instance out of the election (false: the term
@@ -65,13 +74,15 @@ type SetCandidate struct {
 	Candidate bool
 	Reason    string
 	To        string // with Candidate false: the successor the release is handed to, if any
+	Witness   string // with To: a write of To's this instance observed (Release.Witness)
 }
 
 // Stop ends the election: the term ends, the Lease is released if
-// Config.ReleaseOnStop (handed to To when set), and Output.Stopped is set
-// once nothing is left to do.
+// Config.ReleaseOnStop (handed to To when set, in one write with Witness:
+// see Release), and Output.Stopped is set once nothing is left to do.
 type Stop struct {
-	To string
+	To      string
+	Witness string
 }
 
 // HoldsCleared answers Output.AwaitHolds: no hold on that term remains.

@@ -33,6 +33,9 @@ type Machine struct {
 	heldSeen     bool                  // a held record has been seen
 	heldDuration time.Duration         // leaseDurationSeconds of the last held record seen
 	acquireSeen  acquireSeen           // the last acquiring write the watch showed begin a term
+	// handed is the handover to this instance last observed with the send
+	// time of the write it names (HandedOverAnnotation); see adoptable.
+	handed handed
 
 	// notBefore is when the current record becomes free for this instance
 	// (see claim). It never moves earlier, except when a holder's signed
@@ -129,6 +132,7 @@ func (m *Machine) handle(now time.Time, in Input) {
 	case Start, Tick:
 	case Observed:
 		m.seeAcquire(in)
+		m.seeHandover(in)
 		m.observe(now, in.Lease, in.ResourceVersion, nil)
 	case WatchUp:
 		if !m.watchUp {
@@ -147,7 +151,7 @@ func (m *Machine) handle(now time.Time, in Input) {
 		m.result(now, in)
 	case Release:
 		m.stayOutUntil = now.Add(in.StayOut)
-		m.leave(now, "release requested", in.ID, in.To)
+		m.leave(now, "release requested", in.ID, in.To, in.Witness)
 	case SetCandidate:
 		if in.Candidate {
 			if m.withdrawn {
@@ -161,7 +165,7 @@ func (m *Machine) handle(now time.Time, in Input) {
 			m.logf(slog.LevelWarn, "withdrawn from the election", "reason", in.Reason)
 		}
 		m.withdrawn = true
-		m.leave(now, "withdrawn from the election: "+in.Reason, in.ID, in.To)
+		m.leave(now, "withdrawn from the election: "+in.Reason, in.ID, in.To, in.Witness)
 	case Stop:
 		if m.stopping {
 			return
@@ -170,7 +174,7 @@ func (m *Machine) handle(now time.Time, in Input) {
 		token, validUntil := m.lastToken(), m.validUntil()
 		m.stepDown(now, "shutting down", clearShield)
 		if m.cfg.ReleaseOnStop && m.release == nil {
-			m.startRelease(token, validUntil, true, in.To)
+			m.startRelease(token, validUntil, true, in.To, in.Witness)
 		}
 	case HoldsCleared:
 		if m.release != nil {
@@ -212,11 +216,14 @@ func (m *Machine) plan(now time.Time) {
 		case !m.needRead && !now.Before(m.term.nextRenew):
 			m.send(now, Renew)
 		}
+	case m.adoptable(now):
+		m.adopt(now)
 	case !m.campaigning(now):
 		if m.namesMe() && !now.Before(m.retryAt) {
 			// Out of the election yet named holder (an acquire whose answer
-			// was lost, or a release that failed): release it.
-			m.startRelease(0, time.Time{}, true, "")
+			// was lost, a release that failed, a handover it does not
+			// take): release it.
+			m.startRelease(0, time.Time{}, true, "", "")
 			m.planRelease(now)
 		}
 	case now.Before(m.retryAt):
@@ -323,7 +330,7 @@ func (m *Machine) report(now time.Time) Report {
 		ObservedAt:    m.seenAt,
 		Observed:      m.known,
 		WatchUp:       m.watchUp,
-		Candidate:     m.campaigning(now),
+		Candidate:     m.campaigning(now) || m.term != nil, // a withdrawn instance leads a Lease handed to it (AcceptHandovers) until told
 		Heartbeat:     now,
 		LastError:     m.lastError,
 		LastErrorAt:   m.errorAt,
@@ -334,6 +341,7 @@ func (m *Machine) report(now time.Time) Report {
 	if to := releasedFor(m.lease); to != "" && (to == m.cfg.Identity || now.Before(m.notBefore)) {
 		r.ReservedFor = to
 	}
+	r.HandedOver = m.namesMe() && handedWitness(m.lease) != ""
 	if m.lease != nil {
 		r.AcquiredAt = microTimeOf(m.lease.Spec.AcquireTime)
 		r.RenewedAt = microTimeOf(m.lease.Spec.RenewTime)

@@ -106,6 +106,10 @@ type Report struct {
 	// it goes first (others wait until FreeAt); "" otherwise. It is this
 	// instance's own identity when the Lease was handed to it.
 	ReservedFor string
+	// HandedOver is true while the record names this instance and was
+	// written by the previous holder, handing the Lease over
+	// (HandedOverAnnotation): until this instance's first write on it.
+	HandedOver bool
 
 	AcquiredAt time.Time // the Lease's acquireTime, as written by the holder
 	RenewedAt  time.Time // the Lease's renewTime, as written by the holder

@@ -16,6 +16,22 @@ import (
 // an empty record without it only after waiting a full lease duration.
 const ReleasedByAnnotation = "leasehold.io/released-by"
 
+// HandedOverAnnotation marks a handover in one write: the holder that
+// stepped down wrote its successor as the new holder, starting the
+// successor's term (acquireTime = renewTime, leaseTransitions + 1, no
+// token annotation), instead of a signed release the successor would then
+// acquire. Its value is the resourceVersion of a write by the successor
+// (its member Lease) that the previous holder had observed before it
+// wrote the record: so the record was written after the successor sent
+// that write, and the successor, which knows when it sent it, can bound
+// the term's validity by that send time (fence.ValidUntil) without
+// writing first. Every other instance judges the record held, as any
+// other, until it has observed it for a lease duration. A successor that
+// cannot use it (it does not know that write, the bound leaves less than
+// a retryPeriod, or it is not in the election) takes the record back with
+// a write of its own, or releases it, as any record naming it.
+const HandedOverAnnotation = "leasehold.io/handed-over"
+
 // LeaderAddressAnnotation is where a holder with an advertised address
 // (Config.AdvertiseAddress) writes it, on every acquire and renewal;
 // LeaderAddressOfAnnotation names the holder that wrote it. The address is
@@ -56,6 +72,15 @@ func releasedFor(l *coordinationv1.Lease) string {
 		return ""
 	}
 	return l.Annotations[ReleasedForAnnotation]
+}
+
+// handedWitness is the write a handover names (HandedOverAnnotation), ""
+// when l is not a handover.
+func handedWitness(l *coordinationv1.Lease) string {
+	if l == nil || holderOf(l) == "" {
+		return ""
+	}
+	return l.Annotations[HandedOverAnnotation]
 }
 
 // The helpers below read a Lease defensively: any field may be missing or

@@ -28,28 +28,33 @@ type releasing struct {
 	// outcome is unknown).
 	onlyIfMine bool
 	to         string                // the successor the release is handed to; "" for anyone
+	witness    string                // a write of to's: hand over in one write (HandedOverAnnotation)
 	attempts   int                   // release writes that conflicted
 	target     *coordinationv1.Lease // a record naming this instance: the release is conditioned on it
 }
 
 // leave ends the term, if any (reports say so before anything is written),
 // and releases the Lease if it names this instance (planRelease),
-// handed to successor to when set; the caller id is answered when done. A
-// release already under way goes on as it was asked.
-func (m *Machine) leave(now time.Time, reason string, id uint64, to string) {
+// handed to successor to when set (in one write with witness); the caller
+// id is answered when done. A release already under way goes on as it was
+// asked.
+func (m *Machine) leave(now time.Time, reason string, id uint64, to, witness string) {
 	token, validUntil := m.lastToken(), m.validUntil()
 	m.stepDown(now, reason, clearShield)
 	if m.release == nil {
-		m.startRelease(token, validUntil, false, to)
+		m.startRelease(token, validUntil, false, to, witness)
 	}
 	m.release.replies = append(m.release.replies, id)
 }
 
-// startRelease begins a release, handed to successor to when set. When
-// token is not zero (a term just ended), it first waits for the holds on
-// that term, at most until validUntil.
-func (m *Machine) startRelease(token fence.Token, validUntil time.Time, onlyIfMine bool, to string) {
-	m.release = &releasing{onlyIfMine: onlyIfMine, to: to}
+// startRelease begins a release, handed to successor to when set (in one
+// write with witness). When token is not zero (a term just ended), it
+// first waits for the holds on that term, at most until validUntil.
+func (m *Machine) startRelease(token fence.Token, validUntil time.Time, onlyIfMine bool, to, witness string) {
+	if to == "" || to == m.cfg.Identity {
+		to, witness = "", ""
+	}
+	m.release = &releasing{onlyIfMine: onlyIfMine, to: to, witness: witness}
 	if token != 0 {
 		m.release.holdUntil = validUntil
 		m.out.AwaitHolds = token
@@ -115,7 +120,11 @@ func (m *Machine) releaseSendResult(now time.Time, p *pending, r Result) {
 	case r.Err == nil && r.Lease != nil:
 		m.lastOwnRV = r.Lease.ResourceVersion
 		m.observe(now, r.Lease, "", p)
-		m.logf(slog.LevelInfo, "released the Lease")
+		if h := holderOf(r.Lease); h != "" {
+			m.logf(slog.LevelInfo, "handed the Lease over", "to", h)
+		} else {
+			m.logf(slog.LevelInfo, "released the Lease")
+		}
 		m.finishRelease(true, nil)
 	case apierrors.IsConflict(r.Err):
 		m.release.attempts++

@@ -26,6 +26,9 @@ func (m *Machine) send(now time.Time, purpose Purpose) {
 		p.token = m.term.token
 	case ReleaseSend:
 		req.Verb, req.Lease = Update, m.releaseOf(now, m.release.target)
+		if m.release.witness != "" {
+			req.Lease = m.handoverOf(now, m.release.target)
+		}
 	}
 	m.pending = p
 	m.out.Request = req
@@ -54,6 +57,7 @@ func (m *Machine) acquisition(now time.Time) *coordinationv1.Lease {
 	delete(desired.Annotations, fence.Annotation)
 	delete(desired.Annotations, ReleasedByAnnotation)
 	delete(desired.Annotations, ReleasedForAnnotation)
+	delete(desired.Annotations, HandedOverAnnotation)
 	transitions := m.lastTerm // a placeholder no one has held: the first term
 	if m.heldSeen || m.lease.Spec.AcquireTime != nil {
 		transitions = nextTransitions(m.lastTerm) // also across a deletion
@@ -85,6 +89,7 @@ func (m *Machine) renewal(now time.Time) *coordinationv1.Lease {
 	desired.Annotations[fence.Annotation] = m.term.token.String()
 	delete(desired.Annotations, ReleasedByAnnotation)
 	delete(desired.Annotations, ReleasedForAnnotation)
+	delete(desired.Annotations, HandedOverAnnotation)
 	m.advertise(desired)
 	return desired
 }
@@ -127,7 +132,34 @@ func (m *Machine) releaseOf(now time.Time, current *coordinationv1.Lease) *coord
 	}
 	delete(released.Annotations, LeaderAddressAnnotation)
 	delete(released.Annotations, LeaderAddressOfAnnotation)
+	delete(released.Annotations, HandedOverAnnotation)
 	return released
+}
+
+// handoverOf is the handover in one write of current, a record that names
+// this instance, conditioned on its resourceVersion: the release's
+// successor becomes the holder, with a term of its own (acquireTime =
+// renewTime = now, leaseTransitions + 1, this instance's token annotation
+// and address taken off), and HandedOverAnnotation names the successor's
+// write that this instance observed (see HandedOverAnnotation). Its
+// resourceVersion is the successor's token.
+func (m *Machine) handoverOf(now time.Time, current *coordinationv1.Lease) *coordinationv1.Lease {
+	handed := current.DeepCopy()
+	stamp := metav1.NewMicroTime(now)
+	transitions := nextTransitions(transitionsOf(current))
+	handed.Spec.HolderIdentity = ptr.To(m.release.to)
+	handed.Spec.LeaseDurationSeconds = ptr.To(m.leaseSeconds())
+	handed.Spec.AcquireTime = &stamp
+	handed.Spec.RenewTime = &stamp
+	handed.Spec.LeaseTransitions = &transitions
+	if handed.Annotations == nil {
+		handed.Annotations = map[string]string{}
+	}
+	handed.Annotations[HandedOverAnnotation] = m.release.witness
+	for _, a := range []string{fence.Annotation, ReleasedByAnnotation, ReleasedForAnnotation, LeaderAddressAnnotation, LeaderAddressOfAnnotation} {
+		delete(handed.Annotations, a)
+	}
+	return handed
 }
 
 func (m *Machine) leaseSeconds() int32 {

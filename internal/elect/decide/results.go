@@ -121,7 +121,7 @@ func (m *Machine) refuse(now time.Time, token, floor fence.Token) {
 	m.out.Counts.Errors++
 	m.lastError, m.errorAt, m.errorPurpose, m.errorAnswered = msg, now, Acquire, true
 	m.retryAt = now.Add(wait)
-	m.startRelease(0, time.Time{}, false, "")
+	m.startRelease(0, time.Time{}, false, "", "")
 }
 
 // startTerm begins a term after an acquire sent at p.sent succeeded.

@@ -27,6 +27,15 @@ import (
 // revision, and hand edits of the Lease (delete, empty, shorten the
 // duration, change the holder, touch an annotation). The checker judges
 // every step.
+//
+// Every instance also writes its member Lease, another object in the same
+// store, now and then (memberWrite), and its driver remembers when it
+// sent each of those writes whose answer came back. A leaver that hands
+// the Lease over cites, most of the time, one of its successor's member
+// Lease writes that had committed when it was told to leave (it observed
+// it): a handover in one write (HandedOverAnnotation), which the successor
+// adopts without writing when it can date it (Observed.WitnessSentAt).
+// Some histories run with Config.AcceptHandovers.
 type sim struct {
 	seed   uint64
 	rng    *rand.Rand
@@ -43,6 +52,11 @@ type sim struct {
 
 	end   time.Duration // the history ends here
 	probe *probe        // the quiet tail's recovery probe, once started
+
+	// witnesses are the member Lease writes committed: resourceVersion →
+	// its writer and the writer's local time before it sent it.
+	witnesses map[string]memberWrite
+	handovers int // one-write handovers that landed
 
 	check   *checker
 	tracing bool     // record the trace (replays of a failed seed do)
@@ -65,6 +79,32 @@ type simParams struct {
 	drift                              float64       // clock rates lie in [1-drift, 1+drift]
 	faultEvery                         time.Duration // mean interval between injected faults
 	handEdits, pauses, crashes, splits bool
+	memberEvery                        time.Duration // mean interval between an instance's member Lease writes
+}
+
+// memberWrite is a write of an instance's member Lease, as committed: the
+// witness a leaver may cite when it hands the Lease over to it.
+type memberWrite struct {
+	by     *instance
+	sentAt time.Time // on its writer's clock
+}
+
+// memberAnswer is the answer to an instance's member Lease write, fed to
+// its driver (not to its Machine) in order with the Machine's inputs: from
+// then on the driver knows when it sent that write.
+type memberAnswer struct {
+	rv     string
+	sentAt time.Time
+}
+
+func (memberAnswer) isInput() {}
+
+// told is what an instance's Machine was last told by the app, as it
+// stepped it: the checker holds it to it.
+type told struct {
+	withdrawn    bool
+	stayOutUntil time.Time // local
+	stopping     bool
 }
 
 // probe measures recovery in the quiet tail: the leader releases and stays
@@ -105,7 +145,11 @@ type instance struct {
 
 	candidate    bool          // the app wants it in the election (SetCandidate)
 	stayOutUntil time.Duration // real time its last Release's stay-out ends
+	told         told
 	report       Report
+
+	members  []string             // resourceVersions of its member Lease writes that committed, in order
+	answered map[string]time.Time // its driver's: member Lease writes answered → local send time
 }
 
 // local is the instance's clock reading at real time t.
@@ -163,7 +207,8 @@ func newSim(seed uint64) *sim {
 		timing: Config{
 			Namespace: "ns", Name: "lease",
 			LeaseDuration: t.lease, RenewDeadline: t.renew, RetryPeriod: t.retry,
-			ReleaseOnStop: rng.IntN(4) != 0,
+			ReleaseOnStop:   rng.IntN(4) != 0,
+			AcceptHandovers: rng.IntN(3) == 0,
 		},
 		instances:  2 + rng.IntN(3),
 		duration:   time.Duration(6+rng.IntN(8)) * t.lease,
@@ -175,6 +220,11 @@ func newSim(seed uint64) *sim {
 		pauses:     rng.IntN(2) == 0,
 		crashes:    rng.IntN(2) == 0,
 		splits:     rng.IntN(3) != 0,
+		// A member Lease renews every retryPeriod; less often here, to
+		// keep histories cheap: a leaver's witness is then up to a few
+		// retry periods old, and some heirs cannot adopt for want of
+		// validity left.
+		memberEvery: time.Duration(1+rng.IntN(4)) * t.retry,
 	}
 	s := &sim{
 		seed:   seed,
@@ -182,6 +232,8 @@ func newSim(seed uint64) *sim {
 		params: p,
 		base:   time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		store:  newStore("ns", "lease"),
+
+		witnesses: map[string]memberWrite{},
 	}
 	s.check = newChecker(s)
 	// The network is healthy only in the quiet tail, long enough to judge
@@ -272,14 +324,73 @@ func (s *sim) startInstance(t time.Duration) {
 		}
 		in := &instance{
 			id: s.nextID, identity: cfg.Identity, m: m, alive: true, candidate: true,
-			offset: time.Duration(s.rng.Int64N(int64(time.Hour))) - 30*time.Minute,
-			rate:   1 + s.params.drift*(2*s.rng.Float64()-1),
+			offset:   time.Duration(s.rng.Int64N(int64(time.Hour))) - 30*time.Minute,
+			rate:     1 + s.params.drift*(2*s.rng.Float64()-1),
+			answered: map[string]time.Time{},
 		}
 		s.instances = append(s.instances, in)
 		s.tracef("%s starts (clock rate %.4f)", in.identity, in.rate)
 		s.deliver(in, Start{})
 		s.openWatch(in)
+		s.memberWrite(in)
 	})
+}
+
+// memberWrite has the instance write its member Lease now, unless it is
+// paused, and again about every memberEvery while it runs. The write takes
+// a resourceVersion of the store; it and its answer cross the network like
+// the Lease's requests (they may be lost, or the instance cut off), and
+// the driver learns the write's send time only from its answer.
+func (s *sim) memberWrite(in *instance) {
+	if !in.alive {
+		return
+	}
+	s.at(s.now+time.Duration((0.5+s.rng.Float64())*float64(s.params.memberEvery)), func() { s.memberWrite(in) })
+	if s.now < in.pausedUntil || s.lost(in) {
+		return
+	}
+	sentAt := in.local(s.base, s.now)
+	s.at(s.now+s.latency(), func() {
+		rv := s.store.otherWrite(in.identity)
+		s.witnesses[rv] = memberWrite{by: in, sentAt: sentAt}
+		in.members = append(in.members, rv)
+		if s.lost(in) {
+			return
+		}
+		s.at(s.now+s.latency(), func() {
+			if !s.lost(in) {
+				s.deliver(in, memberAnswer{rv: rv, sentAt: sentAt})
+			}
+		})
+	})
+}
+
+// witnessFor picks the witness a leaver cites for its handover to to: one
+// of to's member Lease writes committed by now, which the leaver has thus
+// observed; mostly the latest, now and then an older one. A quarter of the
+// time none (a signed release reserved for to, the old way). A successor
+// that is no instance, or has no write yet, gets another instance's write
+// now and then: nobody can date it.
+func (s *sim) witnessFor(to string) string {
+	if to == "" || s.rng.IntN(4) == 0 {
+		return ""
+	}
+	var writes []string
+	for _, in := range s.instances {
+		if in.identity == to {
+			writes = in.members
+		}
+	}
+	if len(writes) == 0 {
+		if other := s.instances[s.rng.IntN(len(s.instances))]; len(other.members) > 0 && s.rng.IntN(2) == 0 {
+			return other.members[len(other.members)-1]
+		}
+		return ""
+	}
+	if s.rng.IntN(4) == 0 {
+		return writes[s.rng.IntN(len(writes))]
+	}
+	return writes[len(writes)-1]
 }
 
 // deliver feeds input to the instance now or, in arrival order, when its
@@ -316,7 +427,27 @@ func (s *sim) resume(in *instance) {
 // step feeds one input to the instance's Machine now and carries out its
 // output.
 func (s *sim) step(in *instance, input Input) {
-	out := in.m.Step(in.local(s.base, s.now), input)
+	now := in.local(s.base, s.now)
+	switch i := input.(type) {
+	case memberAnswer: // for the driver, not the Machine
+		in.answered[i.rv] = i.sentAt
+		s.tracef("%s's member Lease write %s answered", in.identity, i.rv)
+		return
+	case Observed:
+		// The driver dates a handover to this instance by the write it
+		// cites, if it got that write's answer.
+		if w := handedWitness(i.Lease); w != "" && holderOf(i.Lease) == in.identity {
+			i.WitnessSentAt = in.answered[w]
+			input = i
+		}
+	case SetCandidate:
+		in.told.withdrawn = !i.Candidate
+	case Release:
+		in.told.stayOutUntil = now.Add(i.StayOut)
+	case Stop:
+		in.told.stopping = true
+	}
+	out := in.m.Step(now, input)
 	s.steps++
 	if s.tracing {
 		s.tracef("%s ← %s → %s", in.identity, describeInput(input), describeOutput(out))
@@ -409,6 +540,9 @@ func (s *sim) apply(in *instance, req Request) Result {
 	}
 	if err == nil && req.Verb != Get {
 		s.tracef("%s's %s landed at %s: holder %q", in.identity, req.Purpose, l.ResourceVersion, holderOf(l))
+		if req.Purpose == ReleaseSend && holderOf(l) != "" {
+			s.handovers++
+		}
 	}
 	return Result{Lease: l, Err: err}
 }
@@ -543,34 +677,94 @@ func (s *sim) fault() {
 		s.startInstance(s.now + time.Duration(s.rng.Int64N(int64(p.timing.LeaseDuration))))
 	case k == 4 && len(live) > 0:
 		in := live[s.rng.IntN(len(live))]
-		in.stopping = true
 		to := s.successor(in)
-		s.tracef("%s is told to stop (handing over to %q)", in.identity, to)
-		s.deliver(in, Stop{To: to})
-		s.startInstance(s.now + time.Duration(s.rng.Int64N(int64(p.timing.LeaseDuration))))
-		s.check.disturbed(s.now + p.timing.RenewDeadline + s.handoverWait(to))
+		s.stop(in, to, s.witnessFor(to))
 	case k == 5 && len(live) > 0:
 		in := live[s.rng.IntN(len(live))]
-		stay := time.Duration(s.rng.Float64() * float64(p.timing.LeaseDuration))
-		in.stayOutUntil = s.now + time.Duration(float64(stay)/in.rate) + time.Millisecond
 		to := s.successor(in)
-		s.deliver(in, Release{ID: s.seq, StayOut: stay, To: to})
-		s.check.disturbed(max(in.stayOutUntil, s.now+s.handoverWait(to)))
+		s.release(in, to, s.witnessFor(to))
 	case k == 6 && len(live) > 0:
 		in := live[s.rng.IntN(len(live))]
-		in.candidate = false
 		to := s.successor(in)
-		s.deliver(in, SetCandidate{ID: s.seq, Candidate: false, Reason: "app unhealthy", To: to})
-		back := s.now + time.Duration(s.rng.Float64()*float64(p.timing.LeaseDuration))
-		s.check.disturbed(max(back, s.now+s.handoverWait(to)))
-		s.at(back, func() {
-			in.candidate = true
-			s.deliver(in, SetCandidate{ID: s.seq, Candidate: true, Reason: "app healthy"})
-		})
+		s.withdraw(in, to, s.witnessFor(to))
 	case k == 7 && len(live) > 0:
 		s.breakWatch(live[s.rng.IntN(len(live))], "stream closed by the server")
 	case k == 8:
 		s.store.bump(1 + s.rng.Int64N(50))
+	case k == 9 && len(live) > 1:
+		s.rebalance(live)
+	}
+}
+
+// stop tells in to stop, handing the Lease over to to (with witness, in
+// one write), and starts a new instance to replace it.
+func (s *sim) stop(in *instance, to, witness string) {
+	p := s.params
+	in.stopping = true
+	s.tracef("%s is told to stop (handing over to %q, witness %q)", in.identity, to, witness)
+	s.deliver(in, Stop{To: to, Witness: witness})
+	s.startInstance(s.now + time.Duration(s.rng.Int64N(int64(p.timing.LeaseDuration))))
+	s.check.disturbed(s.now + p.timing.RenewDeadline + s.handoverWait(to))
+}
+
+// release has the app ask in to release, handing the Lease over to to
+// (with witness, in one write), and stay out for up to a lease duration.
+func (s *sim) release(in *instance, to, witness string) {
+	stay := time.Duration(s.rng.Float64() * float64(s.params.timing.LeaseDuration))
+	in.stayOutUntil = s.now + time.Duration(float64(stay)/in.rate) + time.Millisecond
+	s.deliver(in, Release{ID: s.seq, StayOut: stay, To: to, Witness: witness})
+	s.check.disturbed(max(in.stayOutUntil, s.now+s.handoverWait(to)))
+}
+
+// withdraw has the app take in out of the election, handing the Lease
+// over to to (with witness, in one write), and put it back within a lease
+// duration.
+func (s *sim) withdraw(in *instance, to, witness string) {
+	in.candidate = false
+	s.deliver(in, SetCandidate{ID: s.seq, Candidate: false, Reason: "app unhealthy", To: to, Witness: witness})
+	back := s.now + time.Duration(s.rng.Float64()*float64(s.params.timing.LeaseDuration))
+	s.check.disturbed(max(back, s.now+s.handoverWait(to)))
+	s.at(back, func() {
+		in.candidate = true
+		s.deliver(in, SetCandidate{ID: s.seq, Candidate: true, Reason: "app healthy"})
+	})
+}
+
+// rebalance moves the Lease as a lease group's planner does: the instance
+// that reports leading hands it over to another live one, citing that
+// one's latest member Lease write that has committed (now and then an
+// older one), by a release, a withdrawal or a stop. With
+// AcceptHandovers, half the time the heir is withdrawn first (the Lease
+// is outside its member's share until it holds it).
+func (s *sim) rebalance(live []*instance) {
+	var leader *instance
+	for _, in := range live {
+		if in.report.Leading {
+			leader = in
+		}
+	}
+	if leader == nil {
+		return
+	}
+	heir := live[s.rng.IntN(len(live))]
+	if heir == leader || len(heir.members) == 0 {
+		return
+	}
+	witness := heir.members[len(heir.members)-1]
+	if s.rng.IntN(4) == 0 {
+		witness = heir.members[s.rng.IntN(len(heir.members))]
+	}
+	s.tracef("rebalance: %s hands over to %s, witness %s", leader.identity, heir.identity, witness)
+	if s.params.timing.AcceptHandovers && s.rng.IntN(2) == 0 {
+		s.withdraw(heir, "", "")
+	}
+	switch s.rng.IntN(3) {
+	case 0:
+		s.release(leader, heir.identity, witness)
+	case 1:
+		s.withdraw(leader, heir.identity, witness)
+	case 2:
+		s.stop(leader, heir.identity, witness)
 	}
 }
 
@@ -646,16 +840,22 @@ func (s *sim) live() []*instance {
 func describeInput(in Input) string {
 	switch in := in.(type) {
 	case Observed:
-		return "watch " + describeLease(in.Lease, in.ResourceVersion)
+		s := "watch " + describeLease(in.Lease, in.ResourceVersion)
+		if !in.WitnessSentAt.IsZero() {
+			s += " witness sent " + in.WitnessSentAt.Format("15:04:05.000")
+		}
+		return s
 	case Result:
 		if in.Err != nil {
 			return "answer: " + firstLine(in.Err.Error())
 		}
 		return "answer " + describeLease(in.Lease, "")
 	case Release:
-		return fmt.Sprintf("Release(stay out %v)", in.StayOut)
+		return fmt.Sprintf("Release(stay out %v, to %q, witness %q)", in.StayOut, in.To, in.Witness)
 	case SetCandidate:
-		return fmt.Sprintf("SetCandidate(%v)", in.Candidate)
+		return fmt.Sprintf("SetCandidate(%v, to %q, witness %q)", in.Candidate, in.To, in.Witness)
+	case Stop:
+		return fmt.Sprintf("Stop(to %q, witness %q)", in.To, in.Witness)
 	case WatchDown:
 		return "WatchDown"
 	default:
@@ -693,6 +893,9 @@ func describeLease(l *coordinationv1.Lease, rv string) string {
 	sig := ""
 	if by := l.Annotations[ReleasedByAnnotation]; by != "" {
 		sig = " signed " + by
+	}
+	if w := l.Annotations[HandedOverAnnotation]; w != "" {
+		sig += " handed over, witness " + w
 	}
 	return fmt.Sprintf("%s{holder %q %ds%s}", l.ResourceVersion, holderOf(l), d, sig)
 }

@@ -18,7 +18,10 @@ var (
 
 // TestSimulation plays seeded histories of the simulator (see sim) and
 // fails on the first history the checker rejects, printing its seed, the
-// violation and the end of its trace. A seed replays exactly:
+// violation and the end of its trace. It logs how many one-write handovers
+// landed and how many terms were adopted from one, and fails if a run of
+// at least minAdoptionSeeds histories adopted none: the path would then go
+// unchecked. A seed replays exactly:
 //
 //	go test ./internal/elect/decide -run TestSimulation -sim.seed=N -v
 func TestSimulation(t *testing.T) {
@@ -30,6 +33,7 @@ func TestSimulation(t *testing.T) {
 			t.Log(line)
 		}
 		t.Logf("seed %d: %+v", *simSeed, s.params)
+		t.Logf("%d one-write handovers landed, %d terms adopted (%d while withdrawn)", s.handovers, s.check.adopted, s.check.adoptedWithdrawn)
 		if err != nil {
 			t.Fatalf("seed %d: %v", *simSeed, err)
 		}
@@ -43,6 +47,9 @@ func TestSimulation(t *testing.T) {
 		firstErr         error
 		firstTrace       []string
 		histories, steps atomic.Int64
+		handovers        atomic.Int64
+		adopted          atomic.Int64
+		adoptedWithdrawn atomic.Int64
 	)
 	next.Store(*simFirst)
 	last := *simFirst + uint64(*simSeeds)
@@ -59,6 +66,9 @@ func TestSimulation(t *testing.T) {
 				err := s.run()
 				histories.Add(1)
 				steps.Add(int64(s.steps))
+				handovers.Add(int64(s.handovers))
+				adopted.Add(int64(s.check.adopted))
+				adoptedWithdrawn.Add(int64(s.check.adoptedWithdrawn))
 				if err != nil {
 					replay := newSim(seed) // the same history, traced
 					replay.tracing = true
@@ -80,4 +90,13 @@ func TestSimulation(t *testing.T) {
 			firstSeed, firstErr, len(tail), strings.Join(tail, "\n"), firstSeed)
 	}
 	t.Logf("%d histories (seeds %d–%d), %d steps, in %v: no violation", histories.Load(), *simFirst, last-1, steps.Load(), time.Since(started).Round(time.Millisecond))
+	t.Logf("%d one-write handovers landed, %d terms adopted from one (%d by a withdrawn instance, AcceptHandovers)", handovers.Load(), adopted.Load(), adoptedWithdrawn.Load())
+	if histories.Load() >= minAdoptionSeeds && (adopted.Load() == 0 || adoptedWithdrawn.Load() == 0) {
+		t.Fatalf("%d histories adopted %d handovers, %d while withdrawn: the one-write handover went unchecked", histories.Load(), adopted.Load(), adoptedWithdrawn.Load())
+	}
 }
+
+// minAdoptionSeeds is the number of histories in which terms adopted from
+// a one-write handover, by candidates and by withdrawn instances, are
+// certain to occur.
+const minAdoptionSeeds = 1000

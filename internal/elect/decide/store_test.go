@@ -16,7 +16,8 @@ import (
 // Update (409), AlreadyExists on Create, NotFound on a missing object or
 // namespace, the Lease's validation (durations > 0, transitions ≥ 0), and
 // watch events in commit order. Every version is kept, with its writer,
-// for the checker.
+// for the checker, and so is the writer of every write to another object
+// that an instance made (its member Lease: see otherWrite).
 type store struct {
 	namespace, name  string
 	namespaceMissing bool
@@ -24,6 +25,8 @@ type store struct {
 	rev      int64
 	lease    *coordinationv1.Lease // nil when missing
 	versions map[int64]version
+	latest   int64            // revision of the Lease's latest version (its deletion included)
+	others   map[int64]string // revision of a write to another object → its writer
 	watchers []func(watchEvent)
 }
 
@@ -32,6 +35,7 @@ type version struct {
 	writer string // identity of the instance that wrote it, "admin" for hand edits
 	holder string
 	lease  *coordinationv1.Lease // nil: the deletion
+	prev   int64                 // revision of the version before it, 0 for the first
 }
 
 // watchEvent is one change, as the watch reports it.
@@ -43,7 +47,7 @@ type watchEvent struct {
 var leasesResource = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 
 func newStore(namespace, name string) *store {
-	return &store{namespace: namespace, name: name, rev: 100, versions: map[int64]version{}}
+	return &store{namespace: namespace, name: name, rev: 100, versions: map[int64]version{}, others: map[int64]string{}}
 }
 
 func (s *store) get() (*coordinationv1.Lease, error) {
@@ -109,7 +113,8 @@ func (s *store) remove() bool {
 	}
 	s.rev++
 	s.lease = nil
-	s.versions[s.rev] = version{writer: "admin"}
+	s.versions[s.rev] = version{writer: "admin", prev: s.latest}
+	s.latest = s.rev
 	s.notify(watchEvent{rv: strconv.FormatInt(s.rev, 10)})
 	return true
 }
@@ -117,12 +122,29 @@ func (s *store) remove() bool {
 // bump moves the global revision, as writes to other objects do.
 func (s *store) bump(n int64) { s.rev += n }
 
+// otherWrite commits writer's write to another object in the same store
+// (its member Lease, whose resourceVersion a leaver names as the witness
+// of a handover): it takes the next revision, and returns it.
+func (s *store) otherWrite(writer string) string {
+	s.rev++
+	s.others[s.rev] = writer
+	return strconv.FormatInt(s.rev, 10)
+}
+
+// previous is the version the Lease's version rev replaced, and whether
+// there was one.
+func (s *store) previous(rev int64) (version, bool) {
+	v, ok := s.versions[s.versions[rev].prev]
+	return v, ok
+}
+
 func (s *store) commit(writer string, l *coordinationv1.Lease) *coordinationv1.Lease {
 	s.rev++
 	l.ResourceVersion = strconv.FormatInt(s.rev, 10)
 	l.Namespace, l.Name = s.namespace, s.name
 	s.lease = l
-	s.versions[s.rev] = version{writer: writer, holder: holderOf(l), lease: l}
+	s.versions[s.rev] = version{writer: writer, holder: holderOf(l), lease: l, prev: s.latest}
+	s.latest = s.rev
 	s.notify(watchEvent{lease: l, rv: l.ResourceVersion})
 	return l
 }

@@ -1,0 +1,86 @@
+package decide
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/fence"
+)
+
+// handed is a handover to this instance (HandedOverAnnotation) as the
+// watch delivered it: the record's resourceVersion, and the local time
+// before this instance sent the write the record names.
+type handed struct {
+	rv     string
+	sentAt time.Time
+	taken  bool // a term was started on it: a handover starts at most one
+}
+
+// seeHandover keeps the send time the driver found for a handover to this
+// instance, when the watch delivered the handover write itself: right
+// after the latest version this instance knows (in.Follows), which named
+// another holder, as an acquiring write (as seeAcquire). A later version
+// that still names this instance with the annotation (a hand edit of the
+// record) is not the term's first write: its resourceVersion is not the
+// token the instances that watched the handover report, so such a record
+// is taken back by a write instead.
+func (m *Machine) seeHandover(in Observed) {
+	l, prev := in.Lease, m.lease
+	if l == nil || prev == nil || in.Follows == "" || prev.ResourceVersion != in.Follows || holderOf(prev) == m.cfg.Identity ||
+		holderOf(l) != m.cfg.Identity || handedWitness(l) == "" || !acquiring(l) || in.WitnessSentAt.IsZero() {
+		return
+	}
+	if l.ResourceVersion != m.handed.rv {
+		m.handed = handed{rv: l.ResourceVersion, sentAt: in.WitnessSentAt}
+	}
+}
+
+// adoptable reports whether this instance starts a term on the latest
+// record without writing: a handover to it (HandedOverAnnotation) whose
+// named write this instance sent at handed.sentAt.
+//
+// Safety: the previous holder observed that write before it wrote the
+// record, so the record was written after handed.sentAt; every other
+// instance judges the record held for a lease duration from when it
+// observes it, so later still. A term valid until
+// fence.ValidUntil(handed.sentAt) therefore ends, like any term, before
+// anyone else may take the record, and it ends earlier than a term
+// acquired by a write of this instance's would. Its token, the record's
+// resourceVersion, is that of the term's first write, and must be the
+// largest resourceVersion this instance has seen. A handover that leaves
+// less than a retryPeriod of validity, or that this instance cannot date,
+// is taken back by a write (plan), as any record naming it.
+func (m *Machine) adoptable(now time.Time) bool {
+	l := m.lease
+	if m.term != nil || !m.namesMe() || handedWitness(l) == "" || l.Spec.AcquireTime == nil ||
+		m.handed.rv != l.ResourceVersion || m.handed.taken ||
+		m.stopping || now.Before(m.stayOutUntil) || (m.withdrawn && !m.cfg.AcceptHandovers) {
+		return false
+	}
+	token, err := fence.FromResourceVersion(l.ResourceVersion)
+	if err != nil || token < m.tokenFloor {
+		return false
+	}
+	return fence.ValidUntil(m.handed.sentAt, m.cfg.RenewDeadline).Sub(now) >= m.cfg.RetryPeriod
+}
+
+// adopt starts the term handed to this instance (adoptable). Its first
+// renewal, a retryPeriod on, publishes the token; it keeps the record's
+// acquireTime, written by the previous holder.
+func (m *Machine) adopt(now time.Time) {
+	l := m.lease
+	token, _ := fence.FromResourceVersion(l.ResourceVersion)
+	m.handed.taken = true
+	m.term = &term{
+		token:       token,
+		transitions: transitionsOf(l),
+		acquireTime: l.Spec.AcquireTime.Time,
+		validUntil:  fence.ValidUntil(m.handed.sentAt, m.cfg.RenewDeadline),
+		nextRenew:   now.Add(m.cfg.RetryPeriod),
+	}
+	m.lastOwnRV = l.ResourceVersion // renewals write on it
+	m.shield = m.term.validUntil
+	m.uncertain = false
+	m.refusals = 0
+	m.logf(slog.LevelInfo, "took over the Lease handed to this instance", "token", token, "term", m.term.transitions, "validUntil", m.term.validUntil)
+}
