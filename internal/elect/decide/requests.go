@@ -25,9 +25,11 @@ func (m *Machine) send(now time.Time, purpose Purpose) {
 		req.Verb, req.Lease = Update, m.renewal(now)
 		p.token = m.term.token
 	case ReleaseSend:
-		req.Verb, req.Lease = Update, m.releaseOf(now, m.release.target)
+		req.Verb = Update
 		if m.release.witness != "" {
 			req.Lease = m.handoverOf(now, m.release.target)
+		} else {
+			req.Lease = m.releaseOf(now, m.release.target)
 		}
 	}
 	m.pending = p
