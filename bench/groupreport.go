@@ -28,7 +28,7 @@ func (r *report) groupsMarkdown(b *strings.Builder) {
 	mean := float64(f.leases) / float64(f.members)
 	needed := f.leases - quota // moves a scale-up from one member needs: all but the first member's share
 	fmt.Fprintf(b, "%s\n## Lease groups (issue 12)\n\n", groupsBegin)
-	fmt.Fprintf(b, "leasehold (balanced, the default, with `LEASEHOLD_HANDOVER=successor`: a leaver hands each Lease to its heir in one write; the default, `any`, releases it to anyone, a write more on the way) vs the pattern client-go users hand-roll: one client-go LeaderElector per Lease in one process "+
+	fmt.Fprintf(b, "leasehold with a group's defaults (balanced; `LEASEHOLD_HANDOVER` unset, which in a balanced group is `successor`: a leaver hands each Lease to its heir in one write) vs the pattern client-go users hand-roll: one client-go LeaderElector per Lease in one process "+
 		"(`bench/baseline` with the same `LEASEHOLD_SHARDS`: every elector campaigns for its Lease, greedy; one that loses its Lease is run again; ReleaseOnCancel). "+
 		"%d shards (`LEASEHOLD_LEASE_NAME=orders LEASEHOLD_SHARDS=%d`), same real kube-apiserver, same run, trials alternating between the two; "+
 		"%d trials each, every trial in a namespace of its own. Timings for both: leaseDuration %v, renewDeadline %v, retryPeriod %v (the sidecar's defaults).\n\n",

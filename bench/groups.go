@@ -157,11 +157,6 @@ func (t *lgRun) run(ctx context.Context, countRequests bool) error {
 	t.cfg.Namespace = ns
 	t.begun = time.Now()
 	t.cfg.Env = []string{fmt.Sprintf("LEASEHOLD_SHARDS=%d", t.opts.groupsShards)}
-	if t.impl.name == "leasehold" {
-		// A leaver hands each Lease to its heir in one write (the opt-in
-		// for the fastest graceful exit; the default releases to anyone).
-		t.cfg.Env = append(t.cfg.Env, "LEASEHOLD_HANDOVER=successor")
-	}
 	shards := shardNames(t.cfg.Lease, t.opts.groupsShards)
 	t.shardSet = map[string]bool{}
 	for _, s := range shards {

@@ -59,7 +59,7 @@ It takes no flags: it is configured by environment variables (README.md,
   LEASEHOLD_ADVERTISE_ADDRESS             host:port where other replicas reach this one (default off)
   LEASEHOLD_PROXY_ADDR                    the forwarding proxy's listen address (default off)
   LEASEHOLD_PROXY_UPSTREAM                the local app the proxy forwards to while leading
-  LEASEHOLD_HANDOVER                      any, or successor: hand over to the best member (default any)
+  LEASEHOLD_HANDOVER                      any, or successor: hand over to the best member (default successor in a balanced group, else any)
   LEASEHOLD_PRIORITY                      this member's priority as a successor (default 0)
   LEASEHOLD_PPROF                         default false
   KUBECONFIG                              used when set; else the in-cluster config`

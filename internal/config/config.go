@@ -166,7 +166,7 @@ type spec struct {
 	PodLabel                  string        `split_words:"true"`
 	Pprof                     bool
 	AdvertiseAddress          string `split_words:"true"`
-	Handover                  string `default:"any"`
+	Handover                  string // "" when unset: see handover
 	Priority                  *int64 // nil when unset
 	ProxyAddr                 string `split_words:"true"`
 	ProxyUpstream             string `split_words:"true"`

@@ -684,11 +684,11 @@ func TestLeaseGroups(t *testing.T) {
 	}{{
 		name: "shards",
 		env:  with("LEASEHOLD_LEASE_NAME", "orders", "LEASEHOLD_SHARDS", "3"),
-		want: Election{Leases: []string{"orders-0", "orders-1", "orders-2"}, Group: "orders", Balance: true, Candidate: true},
+		want: Election{Leases: []string{"orders-0", "orders-1", "orders-2"}, Group: "orders", Balance: true, Candidate: true, Handover: true},
 	}, {
 		name: "roles, in configured order, with a group name of their own",
 		env:  map[string]string{"LEASEHOLD_LEASES": "scheduler, compactor,reporter", "LEASEHOLD_LEASE_NAMESPACE": "default", "LEASEHOLD_GROUP": "my-app"},
-		want: Election{Leases: []string{"scheduler", "compactor", "reporter"}, Group: "my-app", Balance: true, Candidate: true},
+		want: Election{Leases: []string{"scheduler", "compactor", "reporter"}, Group: "my-app", Balance: true, Candidate: true, Handover: true},
 	}, {
 		name: "roles, greedy observer",
 		env:  map[string]string{"LEASEHOLD_LEASES": "b,a", "LEASEHOLD_LEASE_NAMESPACE": "default", "LEASEHOLD_BALANCE": "false", "LEASEHOLD_CANDIDATE": "false"},
@@ -696,7 +696,7 @@ func TestLeaseGroups(t *testing.T) {
 	}, {
 		name: "the default group name of roles does not depend on their order",
 		env:  map[string]string{"LEASEHOLD_LEASES": "a,b", "LEASEHOLD_LEASE_NAMESPACE": "default"},
-		want: Election{Leases: []string{"a", "b"}, Group: rolesGroup("a,b"), Balance: true, Candidate: true},
+		want: Election{Leases: []string{"a", "b"}, Group: rolesGroup("a,b"), Balance: true, Candidate: true, Handover: true},
 	}, {
 		name: "one Lease, observed",
 		env:  with("LEASEHOLD_CANDIDATE", "false"),
@@ -736,6 +736,16 @@ func TestHandover(t *testing.T) {
 			want: Election{Leases: []string{"my-lease"}, Balance: true, Candidate: true, Handover: true, Priority: -3}},
 		{name: "successor, shards", env: with("LEASEHOLD_HANDOVER", "successor", "LEASEHOLD_SHARDS", "2"),
 			want: Election{Leases: []string{"my-lease-0", "my-lease-1"}, Group: "my-lease", Balance: true, Candidate: true, Handover: true}},
+		{name: "default in a balanced group: successor", env: with("LEASEHOLD_SHARDS", "2"),
+			want: Election{Leases: []string{"my-lease-0", "my-lease-1"}, Group: "my-lease", Balance: true, Candidate: true, Handover: true}},
+		{name: "any in a balanced group", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_HANDOVER", "any"),
+			want: Election{Leases: []string{"my-lease-0", "my-lease-1"}, Group: "my-lease", Balance: true, Candidate: true}},
+		{name: "default in a greedy group: any", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_BALANCE", "false"),
+			want: Election{Leases: []string{"my-lease-0", "my-lease-1"}, Group: "my-lease", Candidate: true}},
+		{name: "default for a group's observer: nothing to hand over", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_CANDIDATE", "false"),
+			want: Election{Leases: []string{"my-lease-0", "my-lease-1"}, Group: "my-lease", Balance: true}},
+		{name: "priority in a balanced group needs successor set", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_PRIORITY", "1"),
+			wantVar: "LEASEHOLD_PRIORITY", wantRule: "has no effect without LEASEHOLD_HANDOVER=successor"},
 		{name: "unknown mode", env: with("LEASEHOLD_HANDOVER", "newest"), wantVar: "LEASEHOLD_HANDOVER", wantRule: `"newest" must be any`},
 		{name: "priority without successor", env: with("LEASEHOLD_PRIORITY", "5"), wantVar: "LEASEHOLD_PRIORITY", wantRule: "has no effect without LEASEHOLD_HANDOVER=successor"},
 		{name: "priority not an integer", env: with("LEASEHOLD_HANDOVER", "successor", "LEASEHOLD_PRIORITY", "high"), wantVar: "LEASEHOLD_PRIORITY", wantRule: `"high"`},

@@ -34,7 +34,9 @@ type Election struct {
 	Candidate bool
 	// Handover hands what this instance holds, when it leaves (shutdown,
 	// health step-down), to a chosen successor (LEASEHOLD_HANDOVER=successor;
-	// default any: released to anyone). It needs membership, so a single
+	// any: released to anyone). Unset, it is on for a candidate of a
+	// balanced group, whose heirs the fair share names and whose membership
+	// exists anyway, and off elsewhere. It needs membership, so a single
 	// Lease with it keeps a member Lease too (see MemberGroup).
 	Handover bool
 	// Priority ranks this instance as a successor (LEASEHOLD_PRIORITY,
@@ -116,11 +118,15 @@ func election(s spec) (Election, error) {
 	return e, nil
 }
 
-// handover checks rule 11: LEASEHOLD_HANDOVER is any or successor,
-// LEASEHOLD_PRIORITY only with successor, and neither with an observer
-// (which holds nothing to hand over).
+// handover checks rule 11: LEASEHOLD_HANDOVER is any or successor (unset:
+// successor for a candidate of a balanced group, else any),
+// LEASEHOLD_PRIORITY only with successor set, and successor set not with
+// an observer (which holds nothing to hand over).
 func handover(s spec, e *Election) error {
-	switch strings.ToLower(strings.TrimSpace(s.Handover)) {
+	mode := strings.ToLower(strings.TrimSpace(s.Handover))
+	switch mode {
+	case "":
+		e.Handover = e.Group != "" && e.Balance && e.Candidate
 	case "any":
 	case "successor":
 		e.Handover = true
@@ -128,9 +134,9 @@ func handover(s spec, e *Election) error {
 		return errorf(varHandover, "%q must be any (release to any candidate) or successor (hand over to the member with the highest %s, newest first)", s.Handover, varPriority)
 	}
 	switch {
-	case s.Priority != nil && !e.Handover:
+	case s.Priority != nil && mode != "successor":
 		return errorf(varPriority, "has no effect without %s=successor", varHandover)
-	case e.Handover && !e.Candidate:
+	case mode == "successor" && !e.Candidate:
 		return errorf(varHandover, "successor together with %s=false: an observer holds nothing to hand over; unset one", varCandidate)
 	case s.Priority != nil:
 		e.Priority = *s.Priority

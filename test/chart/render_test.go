@@ -646,6 +646,10 @@ func TestRoleGrantsOnlyWhatTheModeNeeds(t *testing.T) {
 		"single Lease": {nil, leastPrivilege("ci-leasehold"), map[string]string{"LEASEHOLD_LEASE_NAME": "ci-leasehold"}},
 		"shards": {[]string{"--set", "shards=3"}, groupRules, map[string]string{
 			"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_SHARDS": "3", "LEASEHOLD_GROUP": "ci-leasehold", "LEASEHOLD_BALANCE": "true"}},
+		"shards, released to anyone on leaving": {[]string{"--set", "shards=3", "--set", "handover=any"}, groupRules, map[string]string{
+			"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_SHARDS": "3", "LEASEHOLD_GROUP": "ci-leasehold", "LEASEHOLD_BALANCE": "true", "LEASEHOLD_HANDOVER": "any"}},
+		"single Lease, released to anyone (as by default)": {[]string{"--set", "handover=any"}, leastPrivilege("ci-leasehold"), map[string]string{
+			"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_HANDOVER": "any"}},
 		"named roles, greedy, own group name": {[]string{"--set", "leases={scheduler,compactor}", "--set", "balance=false", "--set", "group=jobs"}, groupRules, map[string]string{
 			"LEASEHOLD_LEASES": "scheduler,compactor", "LEASEHOLD_GROUP": "jobs", "LEASEHOLD_BALANCE": "false"}},
 		"observer of one Lease": {[]string{"--set", "candidate=false", "--set", "leaseName=orders"}, observerRules("orders"), map[string]string{

@@ -261,13 +261,13 @@ POD_NAMESPACE, the namespace the Role is in.
 - name: LEASEHOLD_PROXY_UPSTREAM
   value: {{ .Values.proxy.upstream | quote }}
 {{- end }}
-{{- if eq .Values.handover "successor" }}
+{{- if .Values.handover }}
 - name: LEASEHOLD_HANDOVER
-  value: "successor"
-{{- if .Values.priority }}
+  value: {{ .Values.handover | quote }}
+{{- end }}
+{{- if and (eq .Values.handover "successor") .Values.priority }}
 - name: LEASEHOLD_PRIORITY
   value: {{ printf "%d" (int .Values.priority) | quote }}
-{{- end }}
 {{- end }}
 {{- if .Values.leases }}
 - name: LEASEHOLD_LEASES
