@@ -101,7 +101,8 @@ func main() {
 	flag.DurationVar(&opts.groupsWindow, "groups-window", 15*time.Second, "groups: how long after the last member's start the scale-up is observed at least (max / mean is read at its end)")
 	flag.DurationVar(&opts.groupsSampleInterval, "groups-sample-interval", 25*time.Millisecond, "groups: how often each member's GET /v1/leases is sampled for the overlap check")
 	flag.IntVar(&opts.groupsBig, "groups-big", 256, "groups: Leases of the one-process group whose memory and CPU are measured; 0 skips it")
-	flag.DurationVar(&opts.groupsBigWindow, "groups-big-window", 30*time.Second, "groups: the window over which that process's CPU is measured and RSS sampled")
+	flag.DurationVar(&opts.groupsBigWindow, "groups-big-window", 30*time.Second, "groups: one window over which that process's CPU is measured and RSS sampled")
+	flag.IntVar(&opts.groupsBigWindows, "groups-big-windows", 3, "groups: consecutive windows of that process; its CPU is the median window's")
 	flag.IntVar(&opts.handoverTrials, "handover-trials", 20, "handover: rolling updates of 3 replicas per implementation (leasehold with HANDOVER=successor, leasehold default, client-go)")
 	flag.IntVar(&opts.handoverReleases, "handover-releases", 20, "handover: POST /v1/release?to= handovers to a random member, timed")
 	flag.IntVar(&opts.handoverProxyTrials, "handover-proxy-trials", 20, "handover: graceful handovers (SIGTERM to the leader) under load on every forwarding proxy")
@@ -146,7 +147,7 @@ type options struct {
 	groupsLeaseDuration, groupsRenewDeadline  time.Duration
 	groupsRetryPeriod, groupsWindow           time.Duration
 	groupsSampleInterval, groupsBigWindow     time.Duration
-	groupsBig                                 int
+	groupsBig, groupsBigWindows               int
 	handoverTrials, handoverReleases          int
 	handoverProxyTrials, handoverRequests     int
 }

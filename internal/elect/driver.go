@@ -46,11 +46,18 @@ func (d *driver) run(ctx context.Context, events <-chan decide.Input) error {
 	out := d.machine.Step(d.clock.Now(), decide.Start{})
 	stop := ctx.Done()
 	var shutdownBound <-chan time.Time
+	// One timer for the whole run, set before each wait and stopped after
+	// it: a renewal takes three turns of the loop, and in a CPU profile of a
+	// sidecar holding 256 Leases making a new timer each turn took 3 % of
+	// the samples.
+	timer := d.clock.NewTimer(0)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		if err := d.apply(out); err != nil || out.Stopped {
 			return err
 		}
-		timer := d.clock.NewTimer(max(out.Wake.Sub(d.clock.Now()), 0))
+		timer.Reset(max(out.Wake.Sub(d.clock.Now()), 0))
 		var in decide.Input
 		select {
 		case <-stop:
@@ -61,7 +68,6 @@ func (d *driver) run(ctx context.Context, events <-chan decide.Input) error {
 			stop, in = nil, decide.Stop{To: to.Identity, Witness: to.Witness}
 			shutdownBound = d.clock.After(d.cfg.shutdownTimeout())
 		case <-shutdownBound:
-			timer.Stop()
 			d.log.Warn("release on shutdown did not finish in time; others take over when the Lease expires")
 			return nil
 		case ev := <-events:
@@ -76,7 +82,12 @@ func (d *driver) run(ctx context.Context, events <-chan decide.Input) error {
 		case <-timer.C():
 			in = decide.Tick{}
 		}
-		timer.Stop()
+		if !timer.Stop() {
+			select { // fired, unread: stale once the loop turns
+			case <-timer.C():
+			default:
+			}
+		}
 		out = d.machine.Step(d.clock.Now(), in)
 	}
 }
