@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,14 +37,7 @@ func TestSIGTERMInABalancedGroupHandsEachLeaseToItsHeir(t *testing.T) {
 			held := settledShares(t, a, b)
 
 			writes := watchLease(t, f.Namespace, held.Lease)
-			if err := a.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-a.Exited():
-			case <-time.After(exitBound):
-				t.Fatalf("a still running %v after SIGTERM", exitBound)
-			}
+			terminate(t, a)
 			first := writes.next(t, "a write of "+held.Lease+" that does not name a", func(l *coordinationv1.Lease) bool { return holderOf(l) != held.Identity })
 			if !tc.oneWrite {
 				if holderOf(first) != "" || first.Annotations[elect.ReleasedByAnnotation] != held.Identity {

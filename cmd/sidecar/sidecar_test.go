@@ -118,16 +118,7 @@ func TestSIGTERMReleasesAndExitsZero(t *testing.T) {
 	}
 
 	writes := watchLease(t, f.Namespace, "app")
-	sent := time.Now()
-	if err := leader.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-leader.Exited():
-	case <-time.After(exitBound):
-		t.Fatalf("still running %v after SIGTERM", exitBound)
-	}
-	took := time.Since(sent)
+	took := terminate(t, leader)
 	if code := leader.ExitCode(); code != 0 {
 		t.Fatalf("exit status %d after SIGTERM, want 0", code)
 	}
@@ -161,6 +152,22 @@ func TestSIGTERMReleasesAndExitsZero(t *testing.T) {
 // milliseconds. Several times the period involved, so that only a sidecar
 // stuck in its shutdown, not a loaded machine, exceeds it.
 const exitBound = 5 * renewDeadline
+
+// terminate sends in SIGTERM and waits at most exitBound for it to exit;
+// it returns how long the exit took.
+func terminate(t *testing.T, in *fleet.Instance) time.Duration {
+	t.Helper()
+	sent := time.Now()
+	if err := in.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-in.Exited():
+	case <-time.After(exitBound):
+		t.Fatalf("%s still running %v after SIGTERM", in.Name, exitBound)
+	}
+	return time.Since(sent)
+}
 
 // leaseWrites are the writes of one Lease from the moment watchLease was
 // called on, in the order etcd made them.
