@@ -157,16 +157,11 @@ const exitBound = 5 * renewDeadline
 // it returns how long the exit took.
 func terminate(t *testing.T, in *fleet.Instance) time.Duration {
 	t.Helper()
-	sent := time.Now()
-	if err := in.Signal(syscall.SIGTERM); err != nil {
+	took, err := in.Terminate(exitBound)
+	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-in.Exited():
-	case <-time.After(exitBound):
-		t.Fatalf("%s still running %v after SIGTERM", in.Name, exitBound)
-	}
-	return time.Since(sent)
+	return took
 }
 
 // leaseWrites are the writes of one Lease from the moment watchLease was

@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -128,16 +127,11 @@ func holder(l *coordinationv1.Lease) string {
 // it); generous only catches a sidecar that never exits.
 func stopGracefully(t testing.TB, inst *fleet.Instance) {
 	t.Helper()
-	sent := time.Now()
-	if err := inst.Signal(syscall.SIGTERM); err != nil {
+	took, err := inst.Terminate(generous)
+	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-inst.Exited():
-		t.Logf("%s exited %v after SIGTERM", inst.Name, time.Since(sent).Round(time.Millisecond))
-	case <-time.After(generous):
-		t.Fatalf("%s still running %v after SIGTERM", inst.Name, generous)
-	}
+	t.Logf("%s exited %v after SIGTERM", inst.Name, took.Round(time.Millisecond))
 	if code := inst.ExitCode(); code != 0 {
 		t.Fatalf("%s exit status %d after SIGTERM, want 0", inst.Name, code)
 	}

@@ -260,6 +260,21 @@ func (i *Instance) Exited() <-chan struct{} { return i.exited }
 // ExitCode is the exit status once Exited is closed (-1 if killed by a signal).
 func (i *Instance) ExitCode() int { return i.state.ExitCode() }
 
+// Terminate sends SIGTERM and waits at most bound for the process to exit:
+// how long it took, or an error naming the instance if it still runs.
+func (i *Instance) Terminate(bound time.Duration) (time.Duration, error) {
+	sent := time.Now()
+	if err := i.Signal(syscall.SIGTERM); err != nil {
+		return 0, err
+	}
+	select {
+	case <-i.exited:
+		return time.Since(sent), nil
+	case <-time.After(bound):
+		return 0, fmt.Errorf("%s still running %v after SIGTERM", i.Name, bound)
+	}
+}
+
 // Stop kills the process if it still runs, waits for it, and closes its proxy.
 func (i *Instance) Stop() {
 	select {
