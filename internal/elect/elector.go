@@ -163,10 +163,14 @@ func (e *Elector) SetCandidate(ctx context.Context, candidate bool, reason strin
 	return e.call(ctx, request{candidacy: &decide.SetCandidate{Candidate: candidate, Reason: reason}})
 }
 
-// WithdrawTo is SetCandidate(false), handing the Lease to the successor
-// to, as ReleaseTo does.
-func (e *Elector) WithdrawTo(ctx context.Context, reason string, to Heir) (bool, error) {
-	return e.call(ctx, request{candidacy: &decide.SetCandidate{Reason: reason, To: to.Identity, Witness: to.Witness}})
+// Leave is SetCandidate(false) for an instance that is out of the
+// election altogether (a group member whose app is unhealthy), not merely
+// outside its group's share: it hands the Lease to the successor to, if
+// set, as ReleaseTo does, and until it is a candidate again it refuses a
+// Lease handed to it even with decide.Config.AcceptHandovers
+// (decide.SetCandidate.RefuseHandovers).
+func (e *Elector) Leave(ctx context.Context, reason string, to Heir) (bool, error) {
+	return e.call(ctx, request{candidacy: &decide.SetCandidate{Reason: reason, To: to.Identity, Witness: to.Witness, RefuseHandovers: true}})
 }
 
 // Hold holds the term with token, if this instance leads it now: a

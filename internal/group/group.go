@@ -199,7 +199,7 @@ func (g *Group) Run(ctx context.Context) error {
 		membersDone.Go(func() { g.members.run(memberCtx) })
 	}
 
-	l := &loop{Group: g, requested: make([]bool, len(g.electors)), inflight: make([]bool, len(g.electors)),
+	l := &loop{Group: g, requested: make([]bool, len(g.electors)), left: make([]bool, len(g.electors)), inflight: make([]bool, len(g.electors)),
 		results: make(chan int, len(g.electors)), fit: !g.cfg.Election.StartWithdrawn}
 	for i := range l.requested {
 		l.requested[i] = !g.cfg.Balance && g.cfg.Candidate && l.fit

@@ -197,6 +197,7 @@ type gnode struct {
 
 	// loop.go's state.
 	requested, inflight []bool
+	left                []bool // loop.go's left: the last call asked to leave (not fit)
 	loopDue             bool   // notified: a turn of the loop is queued
 	loopGen             uint64 // the loop's timer
 	calls               uint64
@@ -215,6 +216,9 @@ type gelection struct {
 	call    uint64        // the loop's SetCandidate under way, 0 when none
 	noticed decide.Report // the last report the loop was notified of (elect's driver)
 	stopped bool
+	// refusing: the last SetCandidate the Machine was handed took it out
+	// with RefuseHandovers (its member not fit: Elector.Leave).
+	refusing bool
 	// declinedUntil is the end, on the node's clock, of the last decline
 	// of this Lease whose Release the Machine has been handed.
 	declinedUntil time.Time
@@ -601,7 +605,7 @@ func (s *gsim) startNode(t time.Duration, observer bool) {
 				offset: offset,
 				rate:   1 + s.p.drift*(2*s.rng.Float64()-1),
 			},
-			requested: make([]bool, len(s.leases)), inflight: make([]bool, len(s.leases)),
+			requested: make([]bool, len(s.leases)), inflight: make([]bool, len(s.leases)), left: make([]bool, len(s.leases)),
 		}
 		seed := s.seed << 16
 		if observer {
@@ -669,6 +673,9 @@ func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 	if o, ok := input.(decide.Observed); ok {
 		input = s.dated(n, o)
 	}
+	if c, ok := input.(decide.SetCandidate); ok {
+		e.refusing = !c.Candidate && c.RefuseHandovers
+	}
 	now := n.clock.at(s.now)
 	out := e.m.Step(now, input)
 	s.steps++
@@ -676,6 +683,9 @@ func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 		switch l.Msg {
 		case "took over the Lease handed to this instance":
 			s.adopted++
+			if e.refusing {
+				s.check.fail("%s/%s: took over a Lease handed to it after leaving the group (RefuseHandovers)", n.name, s.leases[e.i])
+			}
 		case "handed the Lease over":
 			s.handovers++
 		}
@@ -1324,15 +1334,16 @@ func (s *gsim) plan(n *gnode) {
 	default:
 		heirs = s.heirs(n) // leaving the group: hand over, as on shutdown
 	}
+	leave := !n.fit
 	for i, w := range want {
 		handedUnwanted := !w && n.els[i].report.Leading
-		if !ok || (w == n.requested[i] && !handedUnwanted) || n.inflight[i] {
+		if !ok || (w == n.requested[i] && leave == n.left[i] && !handedUnwanted) || n.inflight[i] {
 			continue
 		}
-		if w == n.requested[i] {
+		if w == n.requested[i] && leave == n.left[i] {
 			s.rewithdrawn++
 		}
-		n.requested[i], n.inflight[i] = w, true
+		n.requested[i], n.left[i], n.inflight[i] = w, leave, true
 		n.calls++
 		e, id := n.els[i], n.calls
 		e.call = id
@@ -1343,7 +1354,7 @@ func (s *gsim) plan(n *gnode) {
 		s.tracef("%s's plan: candidate for %s: %v (to %q, witness %q)", n.name, s.leases[i], w, to.Identity, to.Witness)
 		s.at(s.now+s.goroutine(), func() {
 			s.in(n, func() {
-				s.step(n, e, decide.SetCandidate{ID: id, Candidate: w, Reason: "plan", To: to.Identity, Witness: to.Witness})
+				s.step(n, e, decide.SetCandidate{ID: id, Candidate: w, Reason: "plan", To: to.Identity, Witness: to.Witness, RefuseHandovers: leave})
 			})
 		})
 	}

@@ -15,11 +15,15 @@ type loop struct {
 	*Group
 	fit       bool   // a member (health-gated candidacy lets it be)
 	requested []bool // candidacy last asked of each elector
-	inflight  []bool // a SetCandidate call on that elector is under way
-	results   chan int
-	calls     sync.WaitGroup
-	leading   []bool    // as last published, for the move counts
-	handedAt  time.Time // when a Lease was last seen handed to this instance (HandedTo)
+	// left: each elector was last asked to leave (Elector.Leave: this
+	// instance is not a member), refusing Leases handed to it, rather than
+	// to withdraw from a Lease outside its share, accepting them.
+	left     []bool
+	inflight []bool // a SetCandidate call on that elector is under way
+	results  chan int
+	calls    sync.WaitGroup
+	leading  []bool    // as last published, for the move counts
+	handedAt time.Time // when a Lease was last seen handed to this instance (HandedTo)
 }
 
 // run loops until ctx ends or an elector fails.
@@ -88,14 +92,15 @@ func (l *loop) plan(ctx context.Context, now time.Time, snap Snapshot) time.Time
 			wake = next
 		}
 	}
+	leave := !l.fit
 	for i, w := range want {
 		// A Lease handed to this member while withdrawn from it
 		// (decide.Config.AcceptHandovers) and not wanted is withdrawn again.
 		handedUnwanted := !w && snap.Leases[i].Leading
-		if (w == l.requested[i] && !handedUnwanted) || l.inflight[i] {
+		if (w == l.requested[i] && leave == l.left[i] && !handedUnwanted) || l.inflight[i] {
 			continue
 		}
-		l.requested[i], l.inflight[i] = w, true
+		l.requested[i], l.left[i], l.inflight[i] = w, leave, true
 		reason := "this Lease is in this member's share"
 		if !w {
 			reason = "this Lease is not in this member's share"
@@ -105,14 +110,14 @@ func (l *loop) plan(ctx context.Context, now time.Time, snap Snapshot) time.Time
 		}
 		e := l.electors[i]
 		var to elect.Heir
-		if !w && !l.fit && l.cfg.Handover {
+		if leave && l.cfg.Handover {
 			to = l.successorFor(i) // leaving the group: hand over, as on shutdown
 		}
 		l.calls.Go(func() {
 			defer func() { l.results <- i }()
 			var err error
-			if to.Identity != "" {
-				_, err = e.WithdrawTo(ctx, reason, to)
+			if leave {
+				_, err = e.Leave(ctx, reason, to)
 			} else {
 				_, err = e.SetCandidate(ctx, w, reason)
 			}

@@ -26,7 +26,8 @@ import (
 //     Lease write its handover cites plus renewDeadline, on the heir's
 //     clock;
 //   - no term starts on an instance told to stop or to stay out, nor on a
-//     withdrawn one, but for a handover it adopts with AcceptHandovers;
+//     withdrawn one, but for a handover it adopts with AcceptHandovers
+//     when not told to refuse handovers;
 //   - no term resumes once its validity ran out, and no token is reused;
 //   - the tokens an instance reports never go backwards;
 //   - a token an instance reports for another instance that holds the
@@ -160,8 +161,8 @@ func (c *checker) observe(in *instance, r Report) {
 		c.fail("%s started term %d while stopping", in.identity, r.Token)
 	case local.Before(told.stayOutUntil):
 		c.fail("%s started term %d while staying out", in.identity, r.Token)
-	case told.withdrawn && !(adopted && c.s.params.timing.AcceptHandovers):
-		c.fail("%s started term %d while withdrawn (adopted %v, AcceptHandovers %v)", in.identity, r.Token, adopted, c.s.params.timing.AcceptHandovers)
+	case told.withdrawn && !(adopted && c.s.params.timing.AcceptHandovers && !told.refusing):
+		c.fail("%s started term %d while withdrawn (adopted %v, AcceptHandovers %v, refusing handovers %v)", in.identity, r.Token, adopted, c.s.params.timing.AcceptHandovers, told.refusing)
 	}
 	if adopted {
 		c.adopted++

@@ -40,8 +40,9 @@ type Config struct {
 	// while it stays out (Release) or stops. A balanced lease group sets
 	// it: its planner withdraws each elector from the Leases outside the
 	// member's share, and decides, once the Lease is held, whether the
-	// member keeps it. Without it a withdrawn instance releases a record
-	// handed to it.
+	// member keeps it. Without it, or after SetCandidate.RefuseHandovers
+	// (the member is out of the group), a withdrawn instance releases a
+	// record handed to it.
 	AcceptHandovers bool
 	// AdvertiseAddress, when set, is where others reach this instance
 	// (host:port). It is written on every acquire and renewal

@@ -54,7 +54,7 @@ func (m *Machine) adoptable(now time.Time) bool {
 	l := m.lease
 	if m.term != nil || !m.namesMe() || handedWitness(l) == "" || l.Spec.AcquireTime == nil ||
 		m.handed.rv != l.ResourceVersion || m.handed.taken ||
-		m.stopping || now.Before(m.stayOutUntil) || (m.withdrawn && !m.cfg.AcceptHandovers) {
+		m.stopping || now.Before(m.stayOutUntil) || (m.withdrawn && (!m.cfg.AcceptHandovers || m.refusing)) {
 		return false
 	}
 	token, err := fence.FromResourceVersion(l.ResourceVersion)

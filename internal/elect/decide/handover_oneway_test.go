@@ -332,18 +332,23 @@ func TestHeirTakesBackByAWriteAHandoverItCannotDate(t *testing.T) {
 
 // A heir out of the election: withdrawn, it releases a handover (a signed
 // release, one write) unless Config.AcceptHandovers, with which it leads on
-// it; staying out after a Release, it releases it, AcceptHandovers or not.
+// it, but not after SetCandidate.RefuseHandovers (until a later withdrawal
+// without it); staying out after a Release, it releases it,
+// AcceptHandovers or not.
 func TestHeirOutOfTheElection(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		withdraw bool // else: stays out (Release)
 		accept   bool
+		refuse   []bool // SetCandidate(false) inputs after the start, each with RefuseHandovers or not
 		adopts   bool
 	}{
-		{"withdrawn", true, false, false},
-		{"withdrawn, accepting handovers", true, true, true},
-		{"staying out", false, false, false},
-		{"staying out, accepting handovers", false, true, false},
+		{"withdrawn", true, false, nil, false},
+		{"withdrawn, accepting handovers", true, true, nil, true},
+		{"withdrawn refusing handovers, accepting them by config", true, true, []bool{true}, false},
+		{"refusing, then withdrawn without refusing", true, true, []bool{true, false}, true},
+		{"staying out", false, false, nil, false},
+		{"staying out, accepting handovers", false, true, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := standardConfig("next")
@@ -354,6 +359,9 @@ func TestHeirOutOfTheElection(t *testing.T) {
 			h.begin(true)
 			if !tc.withdraw {
 				h.feed(Release{ID: 1, StayOut: time.Minute})
+			}
+			for i, refuse := range tc.refuse {
+				h.feed(SetCandidate{ID: uint64(10 + i), Reason: "test", RefuseHandovers: refuse})
 			}
 			witness := h.witness()
 			h.advance(time.Second)

@@ -75,6 +75,12 @@ type SetCandidate struct {
 	Reason    string
 	To        string // with Candidate false: the successor the release is handed to, if any
 	Witness   string // with To: a write of To's this instance observed (Release.Witness)
+	// RefuseHandovers, with Candidate false, refuses a Lease handed to
+	// this instance until it is a candidate again, even with
+	// Config.AcceptHandovers: for an instance that is out of the election
+	// altogether (its app unhealthy), not merely outside its group's share
+	// of it. Such a record is released, as by any withdrawn instance.
+	RefuseHandovers bool
 }
 
 // Stop ends the election: the term ends, the Lease is released if

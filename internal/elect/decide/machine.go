@@ -62,6 +62,7 @@ type Machine struct {
 	errorAnswered bool    // the apiserver answered it with the error (not a timeout)
 
 	withdrawn    bool
+	refusing     bool // withdrawn and refusing handovers (SetCandidate.RefuseHandovers)
 	stayOutUntil time.Time
 
 	pending  *pending   // the request outstanding, nil when none
@@ -157,14 +158,14 @@ func (m *Machine) handle(now time.Time, in Input) {
 			if m.withdrawn {
 				m.logf(slog.LevelInfo, "back in the election", "reason", in.Reason)
 			}
-			m.withdrawn = false
+			m.withdrawn, m.refusing = false, false
 			m.reply(in.ID, false, nil)
 			return
 		}
 		if !m.withdrawn {
 			m.logf(slog.LevelWarn, "withdrawn from the election", "reason", in.Reason)
 		}
-		m.withdrawn = true
+		m.withdrawn, m.refusing = true, in.RefuseHandovers
 		m.leave(now, "withdrawn from the election: "+in.Reason, in.ID, in.To, in.Witness)
 	case Stop:
 		if m.stopping {

@@ -103,6 +103,7 @@ func (memberAnswer) isInput() {}
 // stepped it: the checker holds it to it.
 type told struct {
 	withdrawn    bool
+	refusing     bool      // withdrawn with RefuseHandovers
 	stayOutUntil time.Time // local
 	stopping     bool
 }
@@ -442,6 +443,7 @@ func (s *sim) step(in *instance, input Input) {
 		}
 	case SetCandidate:
 		in.told.withdrawn = !i.Candidate
+		in.told.refusing = !i.Candidate && i.RefuseHandovers
 	case Release:
 		in.told.stayOutUntil = now.Add(i.StayOut)
 	case Stop:
@@ -718,10 +720,11 @@ func (s *sim) release(in *instance, to, witness string) {
 
 // withdraw has the app take in out of the election, handing the Lease
 // over to to (with witness, in one write), and put it back within a lease
-// duration.
+// duration. Half the time the withdrawal refuses handovers, as a lease
+// group's member whose app is unhealthy does (Elector.Leave).
 func (s *sim) withdraw(in *instance, to, witness string) {
 	in.candidate = false
-	s.deliver(in, SetCandidate{ID: s.seq, Candidate: false, Reason: "app unhealthy", To: to, Witness: witness})
+	s.deliver(in, SetCandidate{ID: s.seq, Candidate: false, Reason: "app unhealthy", To: to, Witness: witness, RefuseHandovers: s.rng.IntN(2) == 0})
 	back := s.now + time.Duration(s.rng.Float64()*float64(s.params.timing.LeaseDuration))
 	s.check.disturbed(max(back, s.now+s.handoverWait(to)))
 	s.at(back, func() {
