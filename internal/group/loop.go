@@ -15,9 +15,10 @@ type loop struct {
 	*Group
 	fit       bool   // a member (health-gated candidacy lets it be)
 	requested []bool // candidacy last asked of each elector
-	// left: each elector was last asked to leave (Elector.Leave: this
-	// instance is not a member), refusing Leases handed to it, rather than
-	// to withdraw from a Lease outside its share, accepting them.
+	// left[i]: elector i was last asked to leave (Elector.Leave: this
+	// instance is not a member), so it refuses Leases handed to it; an
+	// elector merely withdrawn is outside this member's share and accepts
+	// them.
 	left     []bool
 	inflight []bool // a SetCandidate call on that elector is under way
 	results  chan int
