@@ -74,9 +74,13 @@
 //     (Observed.WitnessSentAt): the term is valid until fence.ValidUntil of
 //     that write's send time, which precedes the record's write and so
 //     every other instance's observation of it; the token is the record's
-//     resourceVersion, which must be the largest seen. Otherwise the
-//     record is taken back by a write, or released, as any record naming
-//     it.
+//     resourceVersion, which must be the largest seen. A handover starts
+//     at most one term, none once its heir has sent a release of it (that
+//     release may have landed unseen, and another instance may lead
+//     since), and none while a read is owed or the outcome of a write of
+//     this instance's is unknown: a release whose answer is lost is read
+//     back like an acquire whose answer is lost. Otherwise the record is
+//     taken back by a write, or released, as any record naming it.
 //
 // # Another holder's token
 //

@@ -13,7 +13,11 @@ import (
 type handed struct {
 	rv     string
 	sentAt time.Time
-	taken  bool // a term was started on it: a handover starts at most one
+	// spent: a term was started on it, or this instance sent a release of
+	// it. A handover starts at most one term, and none once its heir has
+	// let it go: that release may have landed unseen, and another
+	// instance may lead since.
+	spent bool
 }
 
 // seeHandover keeps the send time the driver found for a handover to this
@@ -47,13 +51,15 @@ func (m *Machine) seeHandover(in Observed) {
 // anyone else may take the record, and it ends earlier than a term
 // acquired by a write of this instance's would. Its token, the record's
 // resourceVersion, is that of the term's first write, and must be the
-// largest resourceVersion this instance has seen. A handover that leaves
-// less than a retryPeriod of validity, or that this instance cannot date,
-// is taken back by a write (plan), as any record naming it.
+// largest resourceVersion this instance has seen. Nothing is adopted while
+// what is known may be stale (a read is owed, or the outcome of a write of
+// this instance's is unknown), nor once the handover is spent. A handover
+// that leaves less than a retryPeriod of validity, or that this instance
+// cannot date, is taken back by a write (plan), as any record naming it.
 func (m *Machine) adoptable(now time.Time) bool {
 	l := m.lease
 	if m.term != nil || !m.namesMe() || handedWitness(l) == "" || l.Spec.AcquireTime == nil ||
-		m.handed.rv != l.ResourceVersion || m.handed.taken ||
+		m.handed.rv != l.ResourceVersion || m.handed.spent || m.needRead || m.uncertain ||
 		m.stopping || now.Before(m.stayOutUntil) || (m.withdrawn && (!m.cfg.AcceptHandovers || m.refusing)) {
 		return false
 	}
@@ -64,19 +70,26 @@ func (m *Machine) adoptable(now time.Time) bool {
 	return fence.ValidUntil(m.handed.sentAt, m.cfg.RenewDeadline).Sub(now) >= m.cfg.RetryPeriod
 }
 
-// adopt starts the term handed to this instance (adoptable). Its first
-// renewal, a retryPeriod on, publishes the token; it keeps the record's
-// acquireTime, written by the previous holder.
+// adopt starts the term handed to this instance (adoptable). It is renewed
+// as a term acquired by a write sent at handed.sentAt would be: first a
+// retryPeriod after that send time (at once if that has passed), so that
+// its first renewal has the margin of an ordinary term's; at once when the
+// record does not carry this instance's advertised address, so followers
+// learn where the leader is within a round trip. The renewals publish the
+// token and keep the record's acquireTime, written by the previous holder.
 func (m *Machine) adopt(now time.Time) {
 	l := m.lease
 	token, _ := fence.FromResourceVersion(l.ResourceVersion)
-	m.handed.taken = true
+	m.handed.spent = true
 	m.term = &term{
 		token:       token,
 		transitions: transitionsOf(l),
 		acquireTime: l.Spec.AcquireTime.Time,
 		validUntil:  fence.ValidUntil(m.handed.sentAt, m.cfg.RenewDeadline),
-		nextRenew:   now.Add(m.cfg.RetryPeriod),
+		nextRenew:   latest(now, m.handed.sentAt.Add(m.cfg.RetryPeriod)),
+	}
+	if m.cfg.AdvertiseAddress != "" && addressOf(l) != m.cfg.AdvertiseAddress {
+		m.term.nextRenew = now
 	}
 	m.lastOwnRV = l.ResourceVersion // renewals write on it
 	m.shield = m.term.validUntil

@@ -184,8 +184,9 @@ func TestHandoverAfterAConflictWritesOnAFreshRead(t *testing.T) {
 // The heir leads the moment its watch shows a handover to it naming a
 // write whose send time it knows: no request, its token the handover's
 // resourceVersion, valid until that send time + renewDeadline. Its first
-// renewal, a retryPeriod after it took over, publishes the token and takes
-// the handover's annotation off, keeping the handover's acquireTime.
+// renewal, a retryPeriod after that send time (as for a term acquired by a
+// write sent then), publishes the token and takes the handover's
+// annotation off, keeping the handover's acquireTime.
 // Either from a record written as leasehold writes it, or from a real
 // leaver's Stop on the same store.
 func TestHeirLeadsAtOnceOnAHandover(t *testing.T) {
@@ -240,14 +241,15 @@ func TestHeirLeadsAtOnceOnAHandover(t *testing.T) {
 			}
 			acquired := microTimeOf(s.lease.Spec.AcquireTime)
 
-			h.advance(cfg.RetryPeriod - time.Millisecond)
+			due := sentAt.Add(cfg.RetryPeriod)
+			h.runUntil(due.Add(-time.Millisecond))
 			if sent := h.sentSince(n); len(sent) != 0 {
-				t.Fatalf("sent %s within a retryPeriod of taking over; want nothing", sent[0].Purpose)
+				t.Fatalf("sent %s before a retryPeriod after the witness's send; want nothing", sent[0].Purpose)
 			}
 			h.advance(time.Millisecond)
 			renewed, ok := h.firstSent(Renew, took)
-			if !ok || !renewed.Equal(took.Add(cfg.RetryPeriod)) {
-				t.Fatalf("first renewal at %v (sent: %v); want a retryPeriod after taking over, %v", renewed, ok, took.Add(cfg.RetryPeriod))
+			if !ok || !renewed.Equal(due) {
+				t.Fatalf("first renewal at %v (sent: %v); want a retryPeriod after the witness's send, %v", renewed, ok, due)
 			}
 			l := s.lease
 			if got := l.Annotations[fence.Annotation]; got != rv {
@@ -272,7 +274,7 @@ func TestHeirLeadsAtOnceOnAHandover(t *testing.T) {
 // no send time), or whose bound leaves less than a retryPeriod of
 // validity, takes the record back with a write of its own, at once, as any
 // record naming it: its token is that write's. Exactly a retryPeriod left
-// is enough.
+// is enough: it leads on the handover, and renews at once.
 func TestHeirTakesBackByAWriteAHandoverItCannotDate(t *testing.T) {
 	cfg := standardConfig("next")
 	for _, tc := range []struct {
@@ -304,8 +306,9 @@ func TestHeirTakesBackByAWriteAHandoverItCannotDate(t *testing.T) {
 				h.advance(3 * cfg.RetryPeriod) // a poll reads it
 			}
 			if tc.adopts {
-				if !h.leading() || h.last.Report.Token != tokenOf(rv) || len(h.sentSince(n)) != 0 {
-					t.Fatalf("leading %v token %d, %d requests; want leading on the handover's %s, without a request", h.leading(), h.last.Report.Token, len(h.sentSince(n)), rv)
+				sent := h.sentSince(n)
+				if !h.leading() || h.last.Report.Token != tokenOf(rv) || len(sent) != 1 || sent[0].Purpose != Renew {
+					t.Fatalf("leading %v token %d, requests %+v; want leading on the handover's %s, renewed at once", h.leading(), h.last.Report.Token, sent, rv)
 				}
 				return
 			}
@@ -521,5 +524,106 @@ func TestHeirTakesBackAHandEditedCopyOfTheHandover(t *testing.T) {
 	}
 	if o.last.Report.Token != h.last.Report.Token {
 		t.Errorf("the observer reports token %d for the heir's term, the heir %d", o.last.Report.Token, h.last.Report.Token)
+	}
+}
+
+// A heir out of the election when the handover reaches it releases the
+// handed record. When that release lands but its answer is lost, and its
+// watch has not shown it yet, another candidate may take the released
+// Lease; the heir, back in the election, must not then lead on the
+// handover it let go, beside the new leader, with the older token: a
+// release of the handed record voids the handover, and its unknown outcome
+// owes a read before anything is decided on the record.
+func TestHeirDoesNotAdoptAHandoverItReleased(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		out     func(h *harness) // takes the heir out of the election
+		back    func(h *harness) // puts it back in
+		accepts bool             // Config.AcceptHandovers
+	}{
+		{"withdrawn", func(h *harness) { h.feed(SetCandidate{ID: 1, Reason: "outside its share"}) },
+			func(h *harness) { h.feed(SetCandidate{ID: 2, Candidate: true, Reason: "in its share"}) }, false},
+		{"refusing handovers", func(h *harness) { h.feed(SetCandidate{ID: 1, Reason: "app unhealthy", RefuseHandovers: true}) },
+			func(h *harness) { h.feed(SetCandidate{ID: 2, Candidate: true, Reason: "app healthy"}) }, true},
+		{"staying out", func(h *harness) { h.feed(Release{ID: 1, StayOut: 2 * time.Second}) },
+			func(h *harness) { h.advance(2 * time.Second) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := standardConfig("next")
+			cfg.AcceptHandovers = tc.accepts
+			s := newStore("ns", "lease")
+			held(s, "c", 15)
+			h := newHarness(t, cfg, s)
+			h.begin(true)
+			tc.out(h)
+			witness := h.witness()
+			h.advance(time.Second)
+			h.lose[ReleaseSend] = 1 // the heir's release lands, its answer is lost
+			rv := handedOver(s, "c", "next", witness, h.now)
+			h.watching = false // the watch delivers the handover, not what follows
+			h.queued = nil
+			h.feed(h.observed(s.lease, rv, h.watchLast))
+			if l := s.lease; holderOf(l) != "" || l.Annotations[ReleasedByAnnotation] != "next" {
+				t.Fatalf("setup: the heir's release did not land: holder %q released-by %q", holderOf(l), l.Annotations[ReleasedByAnnotation])
+			}
+			held(s, "o", 15) // another candidate takes the released Lease
+			taken := s.lease.ResourceVersion
+			tc.back(h)
+			h.advance(100 * time.Millisecond)
+			if h.ledWith(0, tokenOf(rv)) {
+				t.Fatalf("led on the handover %s it released, beside o's term %s", rv, taken)
+			}
+			if h.leading() {
+				t.Fatalf("leading on token %d while o holds %s", h.last.Report.Token, taken)
+			}
+		})
+	}
+}
+
+// An adopted term is renewed on the schedule of a term acquired by a write
+// sent when the witness was: its first renewal goes out a retryPeriod
+// after the witness's send, or at once when that has passed, so it has the
+// margin of an ordinary term's, whatever the witness's age; renewals that
+// take a retryPeriod to be answered keep it. With an advertised address
+// the heir renews at once, publishing it.
+func TestAdoptedTermKeepsAnOrdinaryTermsMargin(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		age     time.Duration // from the witness's send to the adoption
+		address string
+		renewIn time.Duration // from the adoption to the first renewal
+	}{
+		{"a fresh witness", 500 * time.Millisecond, "", 1500 * time.Millisecond},
+		{"a witness a retryPeriod old", 2 * time.Second, "", 0},
+		{"an old witness: a retryPeriod of validity left", 8 * time.Second, "", 0},
+		{"a fresh witness, an advertised address", 500 * time.Millisecond, "10.0.0.4:4050", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := standardConfig("next")
+			cfg.AdvertiseAddress = tc.address
+			h := newHarness(t, cfg, newStore("ns", "lease"))
+			held(h.store, "c", 15)
+			h.begin(true)
+			witness := h.witness()
+			h.advance(tc.age)
+			rv := handedOver(h.store, "c", "next", witness, h.now)
+			took := h.now
+			h.feed(Tick{})
+			if !h.leading() || h.last.Report.Token != tokenOf(rv) {
+				t.Fatalf("leading %v token %d; want leading on the handover %s", h.leading(), h.last.Report.Token, rv)
+			}
+			h.advance(tc.renewIn)
+			renewed, ok := h.firstSent(Renew, took)
+			if !ok || !renewed.Equal(took.Add(tc.renewIn)) {
+				t.Fatalf("first renewal at %v (sent %v); want %v after the adoption", renewed.Sub(took), ok, tc.renewIn)
+			}
+			if address, of, _ := annotationsOf(h.store.lease); address != tc.address && (tc.address != "" || of != "") {
+				t.Errorf("after the first renewal: address %q of %q; want %q", address, of, tc.address)
+			}
+			h.advance(time.Minute)
+			if !h.leading() || h.last.Report.Token != tokenOf(rv) {
+				t.Errorf("a minute on: leading %v token %d; want still leading on %s", h.leading(), h.last.Report.Token, rv)
+			}
+		})
 	}
 }

@@ -52,7 +52,7 @@ type Machine struct {
 	watchUp       bool
 	nextPoll      time.Time // candidates without a watch read at this time
 	needRead      bool      // what is known may be out of date: read before acting
-	uncertain     bool      // an own acquire's outcome is unknown: a release on Stop must read first
+	uncertain     bool      // an own acquire's or release's outcome is unknown: read before a release or an adoption
 	retryAt       time.Time // no read, create or acquire before this (after an error)
 	backoff       time.Duration
 	refusals      int // terms refused in a row because etcd's revisions went backwards
@@ -219,6 +219,7 @@ func (m *Machine) plan(now time.Time) {
 		}
 	case m.adoptable(now):
 		m.adopt(now)
+		m.plan(now) // a renewal due at once goes out now
 	case !m.campaigning(now):
 		if m.namesMe() && !now.Before(m.retryAt) {
 			// Out of the election yet named holder (an acquire whose answer

@@ -136,6 +136,9 @@ func (m *Machine) releaseSendResult(now time.Time, p *pending, r Result) {
 		m.observe(now, nil, "", p)
 		m.finishRelease(false, nil)
 	default:
+		// The write may have landed: as after an acquire whose answer was
+		// lost, nothing is decided on the record before a fresh read.
+		m.uncertain, m.needRead = true, true
 		m.failed(now, ReleaseSend, "release", errOrEmpty(r.Err))
 		m.finishRelease(false, fmt.Errorf("release: %w", errOrEmpty(r.Err)))
 	}

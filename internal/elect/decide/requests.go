@@ -26,6 +26,7 @@ func (m *Machine) send(now time.Time, purpose Purpose) {
 		p.token = m.term.token
 	case ReleaseSend:
 		req.Verb = Update
+		m.handed.spent = true // the heir lets the handover go (adoptable)
 		if m.release.witness != "" {
 			req.Lease = m.handoverOf(now, m.release.target)
 		} else {
