@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/leasehold/leasehold/internal/fence"
 )
@@ -256,4 +257,67 @@ func TestLastErrorClearsWhenItNoLongerHolds(t *testing.T) {
 	if r := h.last.Report; r.LastError != "" || r.Holder != "x" {
 		t.Errorf("following %q with lastError %q; want none once the Lease exists", r.Holder, r.LastError)
 	}
+}
+
+// A read's NotFound answer says nothing of versions the watch showed after
+// the read was sent: the read may have been served before them. Two
+// members starting together on fresh Leases: one withdraws (its release
+// reads the Lease, still missing then) while the other's placeholder is
+// created; the watch shows the placeholder before the read's NotFound
+// arrives. The instance must keep the placeholder, not fall back to
+// "missing" and then create a placeholder that exists and read it back
+// over and over, never acquiring the Lease it is later given (the group
+// simulator's seeds 658 and 783; the acceptance run's "a Lease of a group
+// was never held").
+func TestAStaleNotFoundDoesNotHideANewerVersion(t *testing.T) {
+	cfg := standardConfig("c")
+	cfg.StartWithdrawn = true
+	m, err := New(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	m.Step(now, Start{})
+	m.Step(now, Observed{ResourceVersion: "1001"}) // the watch's list: missing
+	m.Step(now, WatchUp{})
+	out := m.Step(now, SetCandidate{ID: 1, Candidate: true})
+	if out.Request == nil || out.Request.Verb != Create {
+		t.Fatalf("a candidate on a missing Lease sent %+v, want its placeholder's create", out.Request)
+	}
+	now = now.Add(time.Second)
+	m.Step(now, Result{Err: timeout}) // the create's answer is lost
+	out = m.Step(now, SetCandidate{ID: 2, Reason: "not in this member's share"})
+	for out.Request == nil {
+		now = out.Wake
+		out = m.Step(now, Tick{})
+	}
+	if out.Request.Verb != Get {
+		t.Fatalf("withdrawn, it sent %+v, want a read", out.Request)
+	}
+	placeholder := &coordinationv1.Lease{}
+	placeholder.Name, placeholder.Namespace, placeholder.ResourceVersion = "lease", "ns", "1011"
+	placeholder.Spec.HolderIdentity, placeholder.Spec.LeaseDurationSeconds = new(""), new(int32(15))
+	m.Step(now, Observed{Lease: placeholder, ResourceVersion: "1011"}) // another member's placeholder
+	now = now.Add(10 * time.Millisecond)
+	reread := m.Step(now, Result{Err: apierrors.NewNotFound(leasesResource, "lease")}).Request // the read, served before it
+	out = m.Step(now, SetCandidate{ID: 3, Candidate: true, Reason: "in this member's share"})
+	if out.Request == nil {
+		out.Request = reread
+	}
+	for end := now.Add(20 * time.Second); now.Before(end); {
+		if r := out.Request; r != nil {
+			if r.Verb == Create {
+				t.Fatalf("created a placeholder over the one it observed at 1011")
+			}
+			if r.Verb == Update && r.Purpose == Acquire {
+				return // acquired on the placeholder, a lease duration after observing it
+			}
+			l := placeholder.DeepCopy()
+			out = m.Step(now, Result{Lease: l})
+			continue
+		}
+		now = out.Wake
+		out = m.Step(now, Tick{})
+	}
+	t.Fatal("no acquire of the placeholder in 20s")
 }

@@ -16,9 +16,18 @@ import (
 // answer can be older too (a watch event overtook it); it is ignored unless
 // it is older than what was known when its request was sent, which only a
 // rollback of etcd's revisions explains: then it is taken as the truth.
-func (m *Machine) observe(now time.Time, lease *coordinationv1.Lease, rv string, p *pending) {
+// An answer that the Lease is missing carries no resourceVersion: when a
+// newer version than the one known at its request's send has been
+// observed since, the request may have been served before that version,
+// so the absence is not taken (a read is owed instead). observe reports
+// whether it took what it was given as the latest it knows.
+func (m *Machine) observe(now time.Time, lease *coordinationv1.Lease, rv string, p *pending) bool {
 	if lease != nil {
 		rv = lease.ResourceVersion
+	}
+	if lease == nil && rv == "" && p != nil && m.latestRV != p.rvAtSend {
+		m.needRead = true
+		return false
 	}
 	if rv != "" && m.latestRV != "" && !newer(rv, m.latestRV) {
 		switch {
@@ -31,7 +40,7 @@ func (m *Machine) observe(now time.Time, lease *coordinationv1.Lease, rv string,
 			// A deletion reported with the deleted version's own
 			// resourceVersion: it is newer news.
 		default:
-			return // stale, or already known
+			return false // stale, or already known
 		}
 	}
 	if rv != "" {
@@ -41,7 +50,7 @@ func (m *Machine) observe(now time.Time, lease *coordinationv1.Lease, rv string,
 		}
 	}
 	if m.known && sameVersion(m.lease, lease) {
-		return
+		return true
 	}
 	prevKnown, prevHolder := m.known, holderOf(m.lease)
 	m.known, m.lease, m.seenAt = true, lease, now
@@ -62,6 +71,7 @@ func (m *Machine) observe(now time.Time, lease *coordinationv1.Lease, rv string,
 		m.logf(slog.LevelInfo, "lease holder changed", "from", prevHolder, "to", holder)
 	}
 	m.followTerm(now)
+	return true
 }
 
 // claim updates notBefore, the time at which the record just observed at

@@ -105,7 +105,9 @@ func (m *Machine) releaseReadResult(now time.Time, p *pending, r Result) {
 		}
 		m.release.target = r.Lease
 	case apierrors.IsNotFound(r.Err):
-		m.observe(now, nil, "", p)
+		if !m.observe(now, nil, "", p) {
+			return // an absence it cannot date: read again
+		}
 		m.uncertain = false
 		m.finishRelease(false, nil)
 	default:

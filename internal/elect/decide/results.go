@@ -39,7 +39,10 @@ func (m *Machine) readResult(now time.Time, p *pending, r Result) {
 	case r.Err == nil && r.Lease != nil:
 		m.observe(now, r.Lease, "", p)
 	case apierrors.IsNotFound(r.Err):
-		m.observe(now, nil, "", p)
+		if !m.observe(now, nil, "", p) {
+			m.succeeded(Read)
+			return // an absence it cannot date: read again
+		}
 	default:
 		m.failed(now, Read, "read the Lease", errOrEmpty(r.Err))
 		return
