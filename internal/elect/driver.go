@@ -107,7 +107,7 @@ func (d *driver) apply(out decide.Output) error {
 		}
 	}
 	d.publish(out.Report)
-	if d.cfg.Notify != nil && noticeable(d.noticed, out.Report) {
+	if d.cfg.Notify != nil && Noticeable(d.noticed, out.Report) {
 		d.noticed = out.Report
 		select {
 		case d.cfg.Notify <- struct{}{}:
@@ -123,12 +123,12 @@ func (d *driver) apply(out decide.Output) error {
 	return out.Fatal
 }
 
-// noticeable reports whether report differs from the last one Notify was
+// Noticeable reports whether report differs from the last one Notify was
 // told of in what a reader of notices acts on (see Config.Notify): a
 // change of Index (LeaderAddress included), of Observed, Candidate,
 // Leading or ReservedFor, or FreeAt becoming zero or not zero. A renewal,
 // or another holder's (which moves FreeAt later), is not noticeable.
-func noticeable(last, report decide.Report) bool {
+func Noticeable(last, report decide.Report) bool {
 	return last.Leading != report.Leading || last.Holder != report.Holder || last.Term != report.Term ||
 		last.Token != report.Token || last.LeaderAddress != report.LeaderAddress || last.Observed != report.Observed || last.Candidate != report.Candidate ||
 		last.FreeAt.IsZero() != report.FreeAt.IsZero() || last.ReservedFor != report.ReservedFor

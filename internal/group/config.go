@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/elect/decide"
+	"github.com/leasehold/leasehold/internal/group/member"
 	"github.com/leasehold/leasehold/internal/rule"
 )
 
@@ -78,7 +79,7 @@ func (c *Config) Validate() error {
 		}
 		return rule.Errorf(component, "%s must be a label value (at most 63 characters: letters, digits, '-', '_', '.'): %s", name, strings.Join(errs, "; "))
 	}
-	if errs := validation.IsDNS1123Subdomain(MemberLeaseName(c.Name, "")); len(errs) > 0 {
+	if errs := validation.IsDNS1123Subdomain(member.LeaseName(c.Name, "")); len(errs) > 0 {
 		return rule.Errorf(component, "%s does not make valid member Lease names (<group>-member-<hash>, a DNS subdomain): %s", name, strings.Join(errs, "; "))
 	}
 	if n := len(c.Leases); n == 0 || n > MaxLeases {
@@ -94,6 +95,35 @@ func (c *Config) Validate() error {
 	e := c.Election
 	e.Name = c.Leases[0]
 	return e.Validate()
+}
+
+// electionConfig is the election of the group's Lease name: a member
+// campaigns only for what its plan gives it; an observer never does; a
+// greedy member campaigns for all once fit. A balanced member's plan
+// decides what it keeps: a Lease handed to it is taken even while its
+// elector is withdrawn.
+func (c *Config) electionConfig(name string) decide.Config {
+	ec := c.Election
+	ec.Name = name
+	ec.StartWithdrawn = !c.Candidate || c.Balance || c.Election.StartWithdrawn
+	ec.AcceptHandovers = c.Candidate && c.Balance
+	return ec
+}
+
+// memberConfig is what the member's decision core needs of c.
+func (c *Config) memberConfig() member.Config {
+	return member.Config{
+		Group:          c.Name,
+		Identity:       c.Election.Identity,
+		Leases:         c.Leases,
+		TTL:            c.Election.LeaseDuration,
+		Settle:         c.settleTime(),
+		RequestTimeout: c.requestTimeout(),
+		Balance:        c.Balance,
+		Handover:       c.Handover,
+		Info:           member.Info{Priority: c.Priority, StartedAt: c.StartedAt},
+		StartUnfit:     c.Election.StartWithdrawn,
+	}
 }
 
 // component prefixes the messages of Validate.

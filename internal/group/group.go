@@ -9,40 +9,54 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/group/member"
 )
 
+// MemberLabel marks a member Lease with the name of its group.
+const MemberLabel = member.Label
+
+// MemberLeaseName is the name of identity's member Lease in group (see
+// member.LeaseName).
+func MemberLeaseName(group, identity string) string { return member.LeaseName(group, identity) }
+
 // Group runs one instance of a lease group: an elect.Elector per Lease,
-// the member Lease, and the loop that decides, from what the electors and
-// the membership report, which Leases this instance campaigns for.
+// and, for a member, the decision core of its membership and plan
+// (member.Machine), which decides from what the electors and the member
+// Leases show which Leases this instance campaigns for.
 //
 // Safety is each Elector's: the group only puts an Elector in or out of the
-// election (SetCandidate), and taking it out releases its Lease safely. So
-// every Lease of a group keeps every guarantee of a single Lease (its own
-// fencing token, validity, immediate step-down, safe release, watch-driven
-// takeover), whatever the membership view.
+// election (SetCandidate, Leave), and taking it out releases its Lease
+// safely. So every Lease of a group keeps every guarantee of a single Lease
+// (its own fencing token, validity, immediate step-down, safe release,
+// watch-driven takeover), whatever the membership view.
 type Group struct {
 	cfg      Config
 	clock    clock.WithTicker
 	log      *slog.Logger
 	electors []*elect.Elector
-	members  *membership
-	declines *declines
+	machine  *member.Machine // nil for an observer
 	metrics  *metrics
 
 	snapshots *Publisher
-	notify    chan struct{} // electors and membership: something changed
-	fitness   chan fitRequest
-	started   atomic.Bool
-	done      chan struct{}
+	notify    chan struct{}  // electors: something the plan may act on changed
+	inputs    chan groupCall // SetCandidate and Election.decline, to the loop
+	// Published by the loop, read by electors and HTTP handlers.
+	members atomic.Pointer[member.Members]
+	writes  atomic.Pointer[[]member.Write]
+	heirs   atomic.Pointer[[]member.Heir]
+	started atomic.Bool
+	done    chan struct{}
 }
 
-type fitRequest struct {
-	fit    bool
-	reason string
-	reply  chan struct{}
+// groupCall is an input from another goroutine; taken is closed once the
+// loop has applied it.
+type groupCall struct {
+	in    member.Input
+	taken chan struct{}
 }
 
 // New checks cfg and builds the group's electors; nothing runs before Run.
@@ -54,13 +68,13 @@ func New(cfg Config) (*Group, error) {
 		return nil, err
 	}
 	g := &Group{
-		declines: &declines{},
-		cfg:      cfg,
-		clock:    cfg.Clock,
-		log:      cfg.Logger,
-		notify:   make(chan struct{}, 1),
-		fitness:  make(chan fitRequest),
-		done:     make(chan struct{}),
+		cfg:     cfg,
+		clock:   cfg.Clock,
+		log:     cfg.Logger,
+		notify:  make(chan struct{}, 1),
+		inputs:  make(chan groupCall),
+		done:    make(chan struct{}),
+		metrics: newMetrics(cfg.Registerer),
 	}
 	if g.clock == nil {
 		g.clock = clock.RealClock{}
@@ -68,28 +82,31 @@ func New(cfg Config) (*Group, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
-	g.metrics = newMetrics(cfg.Registerer)
-	for _, name := range cfg.Leases {
-		ec := cfg.Election
-		ec.Name = name
-		// A member campaigns only for what the plan gives it; an observer
-		// never does; a greedy member campaigns for all once fit.
-		ec.StartWithdrawn = !cfg.Candidate || cfg.Balance || cfg.Election.StartWithdrawn
-		// A balanced member's planner decides what it keeps: a Lease handed
-		// to it is taken even while its elector is withdrawn.
-		ec.AcceptHandovers = cfg.Candidate && cfg.Balance
+	if cfg.Candidate {
+		m, err := member.New(cfg.memberConfig())
+		if err != nil {
+			return nil, err
+		}
+		g.machine = m
+	}
+	for i, name := range cfg.Leases {
+		ec := cfg.electionConfig(name)
 		reg := cfg.Registerer
 		if reg != nil && !cfg.LeaseLabeled {
 			reg = prometheus.WrapRegistererWith(prometheus.Labels{"lease": name}, cfg.Registerer)
 		}
 		var successor func() elect.Heir
 		var witnessed func(string) (time.Time, bool)
-		if cfg.Handover && cfg.Candidate {
-			i := len(g.electors)
-			successor = func() elect.Heir { return g.successorFor(i) }
+		if cfg.Candidate && cfg.Handover {
+			successor = func() elect.Heir { return g.heirOf(i) }
 		}
 		if cfg.Candidate {
-			witnessed = func(version string) (time.Time, bool) { return g.members.sentAt(version) }
+			witnessed = func(version string) (time.Time, bool) {
+				if w := g.writes.Load(); w != nil {
+					return member.SentAt(*w, version)
+				}
+				return time.Time{}, false
+			}
 		}
 		e, err := elect.New(elect.Config{
 			Config:    ec,
@@ -106,26 +123,19 @@ func New(cfg Config) (*Group, error) {
 		}
 		g.electors = append(g.electors, e)
 	}
-	if cfg.Candidate {
-		g.members = &membership{
-			group:    cfg.Name,
-			identity: cfg.Election.Identity,
-			name:     MemberLeaseName(cfg.Name, cfg.Election.Identity),
-			ttl:      cfg.Election.LeaseDuration,
-			leases:   cfg.Client,
-			clock:    g.clock,
-			log:      g.log.With("group", cfg.Name),
-			timeout:  cfg.requestTimeout(),
-			notify:   g.notify,
-			wake:     make(chan struct{}, 1),
-			records:  map[string]memberRecord{},
-			declines: g.declines,
-			info:     MemberInfo{Priority: cfg.Priority, StartedAt: cfg.StartedAt},
-		}
-		g.members.wanted.Store(!cfg.Election.StartWithdrawn)
-	}
 	g.snapshots = NewPublisher(g.collect(g.clock.Now()))
 	return g, nil
+}
+
+// heirOf is whom election i hands its Lease to as it stops: the heir the
+// Machine named on Stop (member.Output.Heirs), a zero Heir before.
+func (g *Group) heirOf(i int) elect.Heir {
+	heirs := g.heirs.Load()
+	if heirs == nil {
+		return elect.Heir{}
+	}
+	h := (*heirs)[i]
+	return elect.Heir{Identity: h.Identity, Witness: h.Witness}
 }
 
 // Snapshot returns the latest published group state.
@@ -152,30 +162,38 @@ func (g *Group) Done() <-chan struct{} { return g.done }
 // the releases follow. The bool is always false: releases are reported per
 // Lease.
 func (g *Group) SetCandidate(ctx context.Context, fit bool, reason string) (bool, error) {
-	req := fitRequest{fit: fit, reason: reason, reply: make(chan struct{})}
+	if g.machine == nil {
+		return false, nil // an observer is never a member
+	}
+	return false, g.input(ctx, member.SetFit{Fit: fit, Reason: reason})
+}
+
+// input hands in to the loop and waits until it has been applied.
+func (g *Group) input(ctx context.Context, in member.Input) error {
+	call := groupCall{in: in, taken: make(chan struct{})}
 	select {
-	case g.fitness <- req:
+	case g.inputs <- call:
 	case <-g.done:
-		return false, elect.ErrStopped
+		return elect.ErrStopped
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return ctx.Err()
 	}
 	select {
-	case <-req.reply:
-		return false, nil
+	case <-call.taken:
+		return nil
 	case <-g.done:
-		return false, elect.ErrStopped
+		return elect.ErrStopped
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return ctx.Err()
 	}
 }
 
-// Run runs the group until ctx ends. On the way out it leaves the
+// Run runs the group until ctx ends. On the way out the member leaves the
 // membership (deletes its member Lease, so the others plan for this
-// instance's Leases) and, at the same time, stops every elector, which
+// instance's Leases) and, at the same time, every elector stops, which
 // releases what it holds (ReleaseOnStop), handed to its heir with
-// Handover. It returns a non-nil error if an election cannot go on safely;
-// the whole group then stops.
+// Handover. It returns a non-nil error if an election cannot go on
+// safely; the whole group then stops.
 func (g *Group) Run(ctx context.Context) error {
 	if !g.started.CompareAndSwap(false, true) {
 		return errors.New("group: Run called twice")
@@ -193,42 +211,22 @@ func (g *Group) Run(ctx context.Context) error {
 			}
 		})
 	}
-	memberCtx, stopMembers := context.WithCancel(context.Background())
-	var membersDone sync.WaitGroup
-	if g.members != nil {
-		membersDone.Go(func() { g.members.run(memberCtx) })
-	}
-
-	l := &loop{Group: g, requested: make([]bool, len(g.electors)), left: make([]bool, len(g.electors)), inflight: make([]bool, len(g.electors)),
-		results: make(chan int, len(g.electors)), fit: !g.cfg.Election.StartWithdrawn}
-	for i := range l.requested {
-		l.requested[i] = !g.cfg.Balance && g.cfg.Candidate && l.fit
-	}
-	err := l.run(ctx, failed)
-
-	// Leave the membership and release every Lease at once: the others
-	// take a released Lease when they have seen both, so doing one after
-	// the other would only add a round trip to each handover.
-	stopMembers()
+	d := newDriver(g, stopElectors)
+	err := d.run(ctx, failed)
 	stopElectors()
-	membersDone.Wait() // the member Lease is gone (or its delete failed)
 	electors.Wait()
-	l.calls.Wait()
+	d.wait()
 	g.snapshots.Publish(g.collect(g.clock.Now()))
 	return err
 }
 
 // collect is the group state now.
 func (g *Group) collect(now time.Time) Snapshot {
-	s := Snapshot{Name: g.cfg.Name, Leases: make([]*elect.Snapshot, len(g.electors)), Membership: g.members != nil}
+	s := Snapshot{Name: g.cfg.Name, Leases: make([]*elect.Snapshot, len(g.electors)), Membership: g.machine != nil}
 	for i, e := range g.electors {
 		s.Leases[i] = e.Snapshot()
 	}
-	if g.members != nil {
-		if m := g.members.load(); m != nil {
-			s.Members = len(m.Identities)
-		}
-	}
+	s.Members = len(g.members.Load().IDs())
 	if g.snapshots == nil {
 		s.Index = uint64(max(now.UnixMicro(), 0))
 	}
@@ -236,31 +234,24 @@ func (g *Group) collect(now time.Time) Snapshot {
 	return s
 }
 
-// successorFor is whom this member hands Lease i to when it leaves, as its
-// view says now (a zero Heir for anyone): in a balanced group, the heir
-// the fair share among the others gives it (Heirs); otherwise the
-// successor (Successor), by priority and start, among the members that do
-// not decline it. Its witness is that member's member Lease as observed.
-func (g *Group) successorFor(i int) elect.Heir {
-	self, members := g.cfg.Election.Identity, g.members.load()
-	var to string
-	if !g.cfg.Balance {
-		to = Successor(self, g.cfg.Leases[i], members)
-	} else {
-		states := make([]LeaseState, len(g.electors))
-		for j, e := range g.electors {
-			states[j] = leaseStateOf(e.Snapshot())
-		}
-		to = Heirs(self, g.clock.Now(), members, states)[i]
+// states are what the plan needs of the elections in s.
+func states(s Snapshot) []member.LeaseState {
+	out := make([]member.LeaseState, len(s.Leases))
+	for i, e := range s.Leases {
+		out[i] = member.LeaseState{Name: e.Lease, Observed: e.Observed, Leading: e.Leading, Holder: e.Holder, FreeAt: e.FreeAt,
+			ReservedFor: e.ReservedFor, HandedOver: e.HandedOver}
 	}
-	return heir(members, to)
+	return out
 }
 
-// heir is the successor to, with the version of its member Lease in
-// members as the witness of a handover in one write.
-func heir(members *Members, to string) elect.Heir {
-	if to == "" || members == nil {
-		return elect.Heir{Identity: to}
-	}
-	return elect.Heir{Identity: to, Witness: members.Versions[to]}
+// watchOptions select the group's member Leases.
+func (g *Group) watchOptions() metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: member.Label + "=" + g.cfg.Name}
+}
+
+// LeaseClient is what a group needs of a client of the Leases of its
+// namespace: an election's needs, plus Delete for member Leases.
+type LeaseClient interface {
+	elect.LeaseClient
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }

@@ -3,11 +3,13 @@ package group_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
+	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/group"
+	groupmember "github.com/leasehold/leasehold/internal/group/member"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
@@ -68,14 +72,53 @@ type member struct {
 	id     string
 	cancel context.CancelFunc
 	err    chan error
+	cut    func() // every request of its client fails from now on
+}
+
+// cuttable is a Lease client whose requests all fail once cut: a process
+// that crashed writes nothing more.
+type cuttable struct {
+	group.LeaseClient
+	cut atomic.Bool
+}
+
+var errCut = errors.New("cut off")
+
+func (c *cuttable) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.LeaseClient.Get(ctx, name, opts)
+}
+
+func (c *cuttable) Create(ctx context.Context, l *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.LeaseClient.Create(ctx, l, opts)
+}
+
+func (c *cuttable) Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.LeaseClient.Update(ctx, l, opts)
+}
+
+func (c *cuttable) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	if c.cut.Load() {
+		return errCut
+	}
+	return c.LeaseClient.Delete(ctx, name, opts)
 }
 
 func (f *fixture) start(id string, leases []string, configure ...func(*group.Config)) *member {
 	f.t.Helper()
-	client, err := kubeclient.NewLeaseClient(rest.CopyConfig(cluster.Admin().Config), f.namespace)
+	real, err := kubeclient.NewLeaseClient(rest.CopyConfig(cluster.Admin().Config), f.namespace)
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	client := &cuttable{LeaseClient: real}
 	cfg := group.Config{
 		Name:   "orders",
 		Leases: leases,
@@ -96,7 +139,7 @@ func (f *fixture) start(id string, leases []string, configure ...func(*group.Con
 		f.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &member{Group: g, id: id, cancel: cancel, err: make(chan error, 1)}
+	m := &member{Group: g, id: id, cancel: cancel, err: make(chan error, 1), cut: func() { client.cut.Store(true) }}
 	go func() { m.err <- g.Run(ctx) }()
 	f.t.Cleanup(func() { m.stop(f.t) })
 	return m
@@ -116,11 +159,21 @@ func (m *member) stop(t *testing.T) {
 	}
 }
 
+// leases are the latest snapshots of m's elections, in configured order
+// (the group's own snapshot follows them a moment later).
+func (m *member) leases() []*elect.Snapshot {
+	var out []*elect.Snapshot
+	for _, e := range m.Elections() {
+		out = append(out, e.Snapshot())
+	}
+	return out
+}
+
 // held counts the Leases m leads validly now.
 func (m *member) held() int {
 	n, now := 0, time.Now()
-	for _, s := range m.Snapshot().Leases {
-		if s.IsLeader(now) {
+	for _, e := range m.Elections() {
+		if e.Snapshot().IsLeader(now) {
 			n++
 		}
 	}
@@ -177,7 +230,7 @@ func checkOneLeader(t *testing.T, members []*member) {
 	now := time.Now()
 	leaders := map[string][]string{}
 	for _, m := range members {
-		for _, s := range m.Snapshot().Leases {
+		for _, s := range m.leases() {
 			if s.IsLeader(now) {
 				leaders[s.Lease] = append(leaders[s.Lease], m.id)
 			}
@@ -238,7 +291,7 @@ func (c *moveCounter) settled(t *testing.T, members []*member) int {
 	for {
 		want, now := map[string]string{}, time.Now()
 		for _, m := range members {
-			for _, s := range m.Snapshot().Leases {
+			for _, s := range m.leases() {
 				if s.IsLeader(now) {
 					want[s.Lease] = m.id
 				}
@@ -318,7 +371,7 @@ func TestObserverFollowsWithoutCampaigning(t *testing.T) {
 		snap := obs.Snapshot()
 		ok := true
 		for i, s := range snap.Leases {
-			ok = ok && s.Holder == "a" && s.Token == a.Snapshot().Leases[i].Token && !s.Candidate
+			ok = ok && s.Holder == "a" && s.Token == a.leases()[i].Token && !s.Candidate
 		}
 		if ok {
 			break
@@ -358,7 +411,7 @@ func TestGreedyTakesEverything(t *testing.T) {
 		if b.held() != 0 {
 			t.Fatalf("b took a Lease from a greedy holder")
 		}
-		for _, s := range b.Snapshot().Leases {
+		for _, s := range b.leases() {
 			if s.Holder != "a" || !s.RenewedAt.After(settled) {
 				return false
 			}
@@ -414,14 +467,14 @@ func TestReleaseWithStayOutHandsTheLeaseOver(t *testing.T) {
 	}
 	declined := mine.Snapshot().Lease
 	waitUntil(t, []*member{a, b}, "b holding "+declined+", 2 each", func(held []int) bool {
-		return b.Snapshot().Lease(declined).IsLeader(time.Now()) && slices.Equal(held, []int{2, 2})
+		return b.Elections()[slices.IndexFunc(b.leases(), func(s *elect.Snapshot) bool { return s.Lease == declined })].Snapshot().IsLeader(time.Now()) && slices.Equal(held, []int{2, 2})
 	})
 	t.Logf("b holds the declined Lease %s and the group is fair again %v after the release", declined, time.Since(released))
 
 	own := group.MemberLeaseName("orders", "a")
 	declines := func(l *coordinationv1.Lease) bool {
 		var until map[string]string
-		_ = json.Unmarshal([]byte(l.Annotations[group.DeclinedAnnotation]), &until) // none or malformed: no decline
+		_ = json.Unmarshal([]byte(l.Annotations[groupmember.DeclinedAnnotation]), &until) // none or malformed: no decline
 		_, ok := until[declined]
 		return ok
 	}

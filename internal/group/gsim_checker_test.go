@@ -9,6 +9,8 @@ import (
 
 	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/group/member"
+	"github.com/leasehold/leasehold/internal/testing/fairshare"
 )
 
 // gchecker judges a group history. At every step, per Lease, the safety
@@ -240,7 +242,7 @@ func (c *gchecker) handedTo(to string, token fence.Token) bool {
 		return false
 	}
 	w, err := strconv.ParseInt(v.witness, 10, 64)
-	if wv, ok := st.versions[w]; err != nil || !ok || w >= int64(token) || wv.name != MemberLeaseName(gsimGroup, to) || wv.writer != to || wv.holder != to {
+	if wv, ok := st.versions[w]; err != nil || !ok || w >= int64(token) || wv.name != member.LeaseName(gsimGroup, to) || wv.writer != to || wv.holder != to {
 		return false
 	}
 	for rev := int64(token) - 1; rev > 0; rev-- {
@@ -261,7 +263,7 @@ func (c *gchecker) dated(n *gnode, witness string, sentAt time.Time) {
 	v, err := strconv.ParseInt(witness, 10, 64)
 	at, ok := c.sent[witness]
 	switch w := c.s.store.versions[v]; {
-	case err != nil || !ok || w.writer != n.name || w.name != MemberLeaseName(gsimGroup, n.name):
+	case err != nil || !ok || w.writer != n.name || w.name != member.LeaseName(gsimGroup, n.name):
 		c.fail("%s dates the witness %s of a handover to it, which is not a write of its member Lease by it (%+v)", n.name, witness, w)
 	case sentAt.After(n.clock.at(at)):
 		c.fail("%s dates the witness %s of a handover to it %s, after it sent that write (%s on its clock)",
@@ -269,20 +271,19 @@ func (c *gchecker) dated(n *gnode, witness string, sentAt time.Time) {
 	}
 }
 
-// plan judges a balanced member's plan at now, from its view of the
-// members and its elections' states: it never campaigns for a Lease that
-// view says it declines, unless the view has it holding that Lease
-// (Candidacy keeps what a member holds while membership settles; the
-// Machine's stay-out keeps it from acquiring again).
-func (c *gchecker) plan(n *gnode, now time.Time, members *Members, states []LeaseState, want []bool) {
-	declined := members.Declined[n.name]
-	if len(declined) == 0 {
+// call judges a Call of n's core for Lease i: a balanced member never
+// asks to campaign for a Lease its own view of the members says it
+// declines, unless its election holds that Lease (or it is reserved for
+// it): Candidacy keeps what a member holds while membership settles, and
+// the Machine's stay-out keeps it from acquiring again. Nor does it ask to
+// campaign for a Lease it does not serve.
+func (c *gchecker) call(n *gnode, i int, call member.Call) {
+	if !call.Candidate || c.s.p.greedy {
 		return
 	}
-	for i, w := range want {
-		if w && slices.Contains(declined, c.s.leases[i]) && states[i].validHolder(n.name, now) != n.name {
-			c.fail("%s's plan campaigns for %s, which it declines (its view: %v declined by it)", n.name, c.s.leases[i], declined)
-		}
+	lease, r := c.s.leases[i], n.els[i].report
+	if declined := n.core.members.Declined[n.name]; slices.Contains(declined, lease) && !r.Leading && r.Holder != n.name && r.ReservedFor != n.name {
+		c.fail("%s's plan campaigns for %s, which it declines (its view: %v declined by it)", n.name, lease, declined)
 	}
 }
 
@@ -297,7 +298,7 @@ func (c *gchecker) takeoverBound(i int) time.Duration {
 	p := c.s.p
 	bound := 20*p.latency + 10*time.Millisecond
 	for _, n := range c.members() {
-		if !n.els[i].watch.open {
+		if e := n.els[i]; e != nil && !e.watch.open {
 			return bound + time.Duration(1.2*float64(p.timing.RetryPeriod)/(1-p.drift))
 		}
 	}
@@ -307,15 +308,16 @@ func (c *gchecker) takeoverBound(i int) time.Duration {
 // expectTakeover notes that member n declines Lease i, which it holds,
 // now, in the quiet tail, for stayOut: every member then plans without n
 // for it (Assign), so another member holds it within takeoverBound. Not
-// judged when n is the only member (Assign gives the Lease to nobody).
 // Members time a stay-out from the member Lease's renewTime
-// (localDeclines), so wall clocks far apart do not make them disagree.
+// (localDeclines), so wall clocks far apart do not make them disagree. Not
+// judged when no other member serves the Lease.
 func (c *gchecker) expectTakeover(n *gnode, i int, stayOut time.Duration) {
-	members, bound := c.members(), c.takeoverBound(i)
-	if len(members) < 2 {
-		c.s.tracef("the takeover of %s is not judged: no other member", c.s.leases[i])
+	others := slices.DeleteFunc(c.members(), func(m *gnode) bool { return m == n || m.els[i] == nil })
+	if len(others) == 0 {
+		c.s.tracef("the takeover of %s is not judged: no other member serves it", c.s.leases[i])
 		return
 	}
+	bound := c.takeoverBound(i)
 	c.take = &gtake{from: n, i: i, at: c.s.now, bound: bound}
 	c.s.at(c.s.now+bound, func() {
 		if t := c.take; !t.done {
@@ -330,6 +332,30 @@ func (c *gchecker) overlaps(i int, t *gterm) {
 		if u != t && u.start < t.end && t.start < u.end {
 			c.fail("two valid leaders of %s: %s (token %d, valid %.4fs–%.4fs) and %s (token %d, valid %.4fs–%.4fs)",
 				c.s.leases[i], u.n.name, u.token, u.start.Seconds(), u.end.Seconds(), t.n.name, t.token, t.start.Seconds(), t.end.Seconds())
+		}
+	}
+}
+
+// collected judges the member Leases left at the end of the history: one
+// whose holder is not a live node (a crashed member's, a leftover, a
+// ghost) must have been deleted once it had stayed unchanged for
+// collectAfter TTLs (3, on the slowest clock) from its last write or the
+// start of the quiet tail, whichever is later (every live member has
+// observed it by then), plus two request timeouts and a few crossings.
+func (c *gchecker) collected() {
+	if len(c.members()) == 0 {
+		return
+	}
+	live := map[string]bool{}
+	for _, n := range c.s.nodes {
+		if n.alive && n.core != nil && !n.core.stopped {
+			live[member.LeaseName(gsimGroup, n.name)] = true
+		}
+	}
+	limit := time.Duration(float64(3*c.s.p.timing.LeaseDuration+2*c.s.cfg.requestTimeout())/(1-c.s.p.drift)) + 40*c.s.p.latency
+	for name, at := range c.s.memberWrites {
+		if !live[name] && c.s.end-max(at, c.quietFrom) > limit {
+			c.fail("the member Lease %s, last written at %.4fs, is still there at the end (%.4fs): nobody collected it", name, at.Seconds(), c.s.end.Seconds())
 		}
 	}
 }
@@ -416,8 +442,11 @@ func (c *gchecker) members() []*gnode {
 }
 
 // unfair says why the group is not at its fair share now, "" when it is:
-// every member sees the live members, every Lease has a valid holder among
-// them, and (balanced) each holds ⌊L/M⌋ or ⌈L/M⌉.
+// every member sees the live members, every Lease that a live member
+// serves has a valid holder among those that serve it, and (balanced)
+// among the members that serve the same Leases (a class: one, the whole
+// group, unless the members run different lists), each holds ⌊L/M⌋ or
+// ⌈L/M⌉ of the class's L Leases.
 func (c *gchecker) unfair() string {
 	members := c.members()
 	if len(members) == 0 {
@@ -429,28 +458,48 @@ func (c *gchecker) unfair() string {
 	}
 	slices.Sort(names)
 	for _, n := range members {
-		if v := n.mem.m.load(); v == nil || !slices.Equal(v.Identities, names) {
-			return fmt.Sprintf("%s's view of the members is %v, not %v", n.name, v, names)
+		if v := n.core.members; v == nil || !slices.Equal(v.Identities, names) {
+			return fmt.Sprintf("%s's view of the members is %v, not %v", n.name, v.IDs(), names)
 		}
 	}
-	count := map[string]int{}
+	servers := make([][]string, len(c.s.leases)) // per Lease, the live members that serve it, by name
+	for i := range c.s.leases {
+		for _, n := range members {
+			if n.els[i] != nil {
+				servers[i] = append(servers[i], n.name)
+			}
+		}
+	}
+	count := map[string]map[string]int{} // per class, per member
+	size := map[string]int{}              // Leases per class
 	for i, lease := range c.s.leases {
+		if len(servers[i]) == 0 {
+			continue // no live member serves it: nobody can hold it
+		}
 		t := c.holderAt(i, c.s.now)
 		switch {
 		case t == nil:
 			return lease + " has no valid holder"
-		case !slices.Contains(names, t.n.name):
-			return fmt.Sprintf("%s is held by %s, not a live member", lease, t.n.name)
+		case !slices.Contains(servers[i], t.n.name):
+			return fmt.Sprintf("%s is held by %s, not a live member that serves it", lease, t.n.name)
 		}
-		count[t.n.name]++
+		class := strings.Join(servers[i], ",")
+		if count[class] == nil {
+			count[class] = map[string]int{}
+		}
+		count[class][t.n.name]++
+		size[class]++
 	}
 	if c.s.p.greedy {
 		return "" // every Lease held by a live member is all greedy promises
 	}
-	l, m := len(c.s.leases), len(names)
-	for _, name := range names {
-		if k := count[name]; k != l/m && k != (l+m-1)/m {
-			return fmt.Sprintf("%s holds %d Leases, not %d or %d", name, k, l/m, (l+m-1)/m)
+	for class, l := range size {
+		names := strings.Split(class, ",")
+		m := len(names)
+		for _, name := range names {
+			if k := count[class][name]; k != l/m && k != (l+m-1)/m {
+				return fmt.Sprintf("%s holds %d of the %d Leases that %v serve, not %d or %d", name, k, l, names, l/m, (l+m-1)/m)
+			}
 		}
 	}
 	return ""
@@ -509,11 +558,15 @@ func (c *gchecker) finish() {
 			c.fail("%s's holder %s let its term end at %.4fs, after the group reached its fair share at %.4fs", lease, t.n.name, t.end.Seconds(), c.converged.Seconds())
 		}
 		for _, n := range c.s.nodes {
+			if n.els[i] == nil {
+				continue
+			}
 			if r := n.els[i].report; t != nil && n.alive && !n.stopping && (r.Holder != t.n.name || r.Token != t.token) {
 				c.fail("%s reports %s held by %q with token %d at the end, not by %s with token %d", n.name, lease, r.Holder, r.Token, t.n.name, t.token)
 			}
 		}
 	}
+	c.collected()
 	if !c.scaled || c.err != nil {
 		return
 	}
@@ -533,7 +586,7 @@ func (c *gchecker) finish() {
 			}
 		}
 	}
-	if least := fewestMoves(names, c.heldAt); changes != least {
+	if least := fairshare.FewestMoves(names, c.heldAt); changes != least {
 		c.fail("scale-up from 1 to %d members with %d Leases: %d holder changes, the fewest possible is %d (holders: %s)",
 			len(names), len(c.s.leases), changes, least, strings.Join(path, " "))
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -89,6 +90,7 @@ func TestGSim(t *testing.T) {
 	}()
 	var (
 		failed                         *gsimOutcome
+		failedSeeds                    []uint64
 		histories, scaled              int
 		failures                       int
 		steps                          int64
@@ -116,6 +118,7 @@ func TestGSim(t *testing.T) {
 		}
 		if o.err != nil {
 			failures++
+			failedSeeds = append(failedSeeds, o.seed)
 			if failed == nil || o.seed < failed.seed {
 				failed = &o
 			}
@@ -124,8 +127,9 @@ func TestGSim(t *testing.T) {
 	if failed != nil {
 		s, _ := playGSim(failed.seed, true)
 		tail := s.trace[max(len(s.trace)-80, 0):]
-		t.Fatalf("%d of %d histories failed; the first, seed %d: %v\n… last %d lines of its history:\n%s\nreplay: go test ./internal/group -run TestGSim -gsim.seed=%d -v",
-			failures, histories, failed.seed, failed.err, len(tail), strings.Join(tail, "\n"), failed.seed)
+		slices.Sort(failedSeeds)
+		t.Fatalf("%d of %d histories failed (seeds %v); the first, seed %d: %v\n… last %d lines of its history:\n%s\nreplay: go test ./internal/group -run TestGSim -gsim.seed=%d -v",
+			failures, histories, failedSeeds[:min(len(failedSeeds), 20)], failed.seed, failed.err, len(tail), strings.Join(tail, "\n"), failed.seed)
 	}
 	t.Logf("%d histories (seeds %d–%d; %d clean scale-ups; %d declines, %d observers), %d steps, in %v: no violation; the slowest convergence took %.0f%% of its bound, the slowest of %d takeovers of a declined Lease %.0f%% of its",
 		histories, *gsimFirst, *gsimFirst+uint64(*gsimSeeds)-1, scaled, declines, observers, steps, time.Since(began).Round(time.Millisecond), 100*late, takeovers, 100*take)
@@ -148,7 +152,7 @@ func TestGSimScaleUp64(t *testing.T) {
 		p := gparams{
 			timing: decide.Config{
 				Namespace: "ns", LeaseDuration: t0[0], RenewDeadline: t0[1], RetryPeriod: t0[2],
-				ReleaseOnStop: true, StartWithdrawn: true,
+				ReleaseOnStop: true,
 			},
 			leases:  64,
 			latency: time.Duration(1+rng.IntN(20)) * time.Millisecond,

@@ -19,8 +19,8 @@ import (
 // revision for all objects (a write to any object, or to an object outside
 // the model, moves it), resourceVersion and UID preconditions, Leases'
 // create-on-update (refused when the body carries a UID: the UID's
-// precondition), AlreadyExists, NotFound, Delete with a UID precondition,
-// a list by label with the list's resourceVersion, the Lease's validation,
+// precondition), AlreadyExists, NotFound,
+// Delete with UID and resourceVersion preconditions, a list by label with the list's resourceVersion, the Lease's validation,
 // and commits handed to the watches in commit order. Every committed
 // version is kept, with its object and writer, for the checker.
 type gstore struct {
@@ -97,18 +97,25 @@ func (st *gstore) update(writer string, l *coordinationv1.Lease) (*coordinationv
 // remove deletes name, as writer, if it exists and (uid not empty) has
 // that UID.
 func (st *gstore) remove(writer, name string, uid types.UID) error {
+	return st.removeIf(writer, name, string(uid), "")
+}
+
+// removeIf deletes name, as writer, if it exists and has the UID uid and
+// the resourceVersion rv, each when not empty (a Delete's preconditions).
+func (st *gstore) removeIf(writer, name, uid, rv string) error {
 	cur := st.objects[name]
 	switch {
 	case cur == nil:
 		return apierrors.NewNotFound(gsimLeases, name)
-	case uid != "" && uid != cur.UID:
-		return apierrors.NewConflict(gsimLeases, name, errors.New("Precondition failed: UID in precondition: "+string(uid)))
+	case uid != "" && types.UID(uid) != cur.UID:
+		return apierrors.NewConflict(gsimLeases, name, errors.New("Precondition failed: UID in precondition: "+uid))
+	case rv != "" && rv != cur.ResourceVersion:
+		return apierrors.NewConflict(gsimLeases, name, errors.New("Precondition failed: ResourceVersion in precondition: "+rv))
 	}
 	st.rev++
 	delete(st.objects, name)
-	rv := strconv.FormatInt(st.rev, 10)
 	st.versions[st.rev] = gversion{name: name, writer: writer, at: st.now()}
-	st.committed(name, rv, nil, cur)
+	st.committed(name, strconv.FormatInt(st.rev, 10), nil, cur)
 	return nil
 }
 

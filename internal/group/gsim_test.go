@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -12,82 +11,75 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/group/member"
 )
 
 // gsim is a deterministic simulation of a lease group: several sidecar
-// processes (nodes), each running, as group.Run does, the real decision
-// core (decide.Machine) for every Lease of the group, a model of
-// members.go's membership (its I/O; the record keeping, publish, nextWake,
-// and wrote and sentAt, which remember the member Lease's latest writes
-// and when each was sent, are members.go's own code), and loop.go's plan
-// (the real Balanced, one SetCandidate in flight per Lease), against the
-// in-memory gstore. One seed is one history and replays exactly.
+// processes (nodes), each running the shipped decision cores — a
+// member.Machine (membership and plan) and, for every Lease it serves, a
+// decide.Machine — driven as package group's and package elect's drivers
+// drive them (the I/O: requests with timeouts, watch streams in commit
+// order, goroutine hand-offs, timers), against the in-memory gstore. No
+// decision is made here: the simulator only carries the cores' outputs
+// out and feeds them their inputs. One seed is one history and replays
+// exactly.
 //
 // A seed draws either a faulty history or a clean scale-up. A faulty
-// history has 2–6 nodes started at different times and, for a while,
-// faults as package decide's simulator injects them: latency with a long
-// tail, lost requests and lost answers, partitions that heal (every watch
-// of the node breaks), pauses, crashes and graceful stops (most followed by
-// a new process under a new identity; some not: a scale-down), scale-ups,
+// history has 2–6 nodes started at different times (in some, all within a
+// few milliseconds of each other on fresh Leases) and, for a while, faults
+// as package decide's simulator injects them: latency with a long tail,
+// lost requests and lost answers, partitions that heal (every watch of the
+// node breaks), pauses, crashes and graceful stops (most followed by a new
+// process under a new identity; some not: a scale-down), scale-ups,
 // health-gated candidacy leaving and rejoining the membership, watch
 // streams closed by the server (a Lease's, or the member watch), clock
 // offsets and rates within fence.MaxClockDrift, other objects' writes
 // moving the global revision, and hand edits (a Lease deleted, emptied,
 // given to a stranger, its duration shortened, an annotation; a member
-// Lease deleted); in half of them the members hand their Leases over
-// (Config.Handover: a graceful stop or a health step-down hands each Lease
-// to its heir: in one write that names the heir as holder when the
-// leaver's view has a version of the heir's member Lease, the witness, as
-// group.successorFor has it; else in a release signed for the heir), and
-// in a quarter every member campaigns for every Lease (greedy,
-// Config.Balance false). An heir leads on a handover in one write without
-// writing when the watch delivers it, dated with the send time of the
-// witness that its membership remembers (elect's driver.dated), even while
-// its elector is withdrawn (a balanced member: AcceptHandovers), and its
-// plan withdraws it again from a Lease it leads but does not want (loop.go's
-// handedUnwanted). A quiet, healthy tail follows. A clean scale-up starts
-// one node, lets it take every Lease, then starts k more within a quarter
-// of the settle time, on a healthy network. The checker (gchecker) judges
-// every step.
+// Lease deleted, its duration changed, a ghost member Lease that nobody
+// renews with the longest duration a Lease can have). Some histories start
+// with member Leases of processes long gone (leftovers), which the members
+// must collect. In some, nodes run different Lease lists under the one
+// group name (a prefix of the group's Leases, in another order: a rolling
+// update that changes the shards). In half of them the members hand their
+// Leases over (Config.Handover: a graceful stop or a health step-down
+// hands each Lease to its heir, in one write when the leaver's view has a
+// version of the heir's member Lease, the witness; else in a release
+// signed for the heir), and in a quarter every member campaigns for every
+// Lease (greedy, Config.Balance false). A quiet, healthy tail follows. A
+// clean scale-up starts one node, lets it take every Lease, then starts k
+// more within a quarter of the settle time, on a healthy network. The
+// checker (gchecker) judges every step.
 //
-// Declines: in a third of the faulty histories, a fault may be a release
-// with a stay-out (POST /v1/leases/{lease}/release?for=D, 0.5–3 lease
-// durations) asked of a live process, most often for a Lease it holds, as
-// group.Election.Release does it: the member records the decline (the
-// package's declines), its membership writes it on its member Lease at once
-// (DeclinedAnnotation, members.go's own record, publish and nextWake), and
-// the elector is handed decide.Release{StayOut} after a goroutine hand-off;
-// on an observer only the latter. Once such a history has converged in its
-// quiet tail, a member declines one Lease it holds for 1–2 lease durations,
-// the other members must take it within a few round trips (expectTakeover),
-// and the group must converge again after the stay-out. Three quarters of
-// these histories have wall clocks as NTP keeps them (synced: offsets within
-// a tenth of the lease duration, rates within 1±10⁻⁴); in the others, clocks
-// are as in every history (offsets up to half an hour, rates drifting),
-// which the members' timing of a stay-out from the record's renewTime
-// (localDeclines) must make irrelevant. Not modelled: HandOver (release?to=ID, which also
-// records a decline), a decline asked while the process stops, and a request
-// that ends before the elector answers (its context ends).
+// Declines and handovers asked by the app: in a third of the faulty
+// histories, a fault may be a release with a stay-out (POST
+// /v1/leases/{lease}/release?for=D, 0.5–3 lease durations) or a handover
+// to a named member (release?to=ID&for=D), as group.Election.Release and
+// HandOver make them: the member's core records the decline (member.Decline)
+// and writes it on its member Lease, and the elector is handed
+// decide.Release after a goroutine hand-off. Once such a history has
+// converged in its quiet tail, a member declines one Lease it holds for 1–2
+// lease durations, the other members must take it within a few round
+// trips (expectTakeover), and the group must converge again after the
+// stay-out. Three quarters of these histories have wall clocks as NTP
+// keeps them; in the others, clocks are as in every history (offsets up to
+// half an hour, rates drifting), which the members' timing of a stay-out
+// from the record's renewTime must make irrelevant.
 //
-// Observers: a third of the histories (faulty or clean scale-ups) run 1–2
-// observer processes besides (Config.Candidate false,
-// LEASEHOLD_CANDIDATE=false): every Lease's Machine, started withdrawn and
-// never put in, with its watch, no member Lease, no plan. They pause, are
-// cut off, crash or stop (and are mostly replaced by a new observer), have
-// watches closed and may be asked to release (they write nothing: a Get at
-// most). Not modelled: an observer given an identity a member had (a
-// record naming it would be released by it: a write), and health-gated
-// candidacy on an observer (no effect but its log).
+// Observers: a third of the histories run 1–2 observer processes besides
+// (Config.Candidate false): every Lease's Machine, started withdrawn and
+// never put in, with its watch, no member core. They pause, are cut off,
+// crash or stop (and are mostly replaced), have watches closed and may be
+// asked to release (they write nothing: a Get at most).
 type gsim struct {
 	seed   uint64
 	rng    *rand.Rand
-	x      *rand.Rand // draws of declines and observers: histories with neither replay as they did before these existed
+	x      *rand.Rand // draws of declines, observers and the newer faults
 	p      gparams
 	cfg    Config // the group's settings: its timings are p.timing
 	base   time.Time
@@ -110,11 +102,16 @@ type gsim struct {
 	tailDone  bool // the tail's decline has been made (or there is none)
 	// Handovers in one write (decide.HandedOverAnnotation): written (by
 	// the leaver), adopted (the heir leads on the record without writing),
-	// and observations of one by its heir that the heir could not date
-	// (its membership no longer remembers, or never learnt of, the write
-	// named); and Leases a balanced member's plan withdrew again from
-	// because it led them without wanting them (handedUnwanted).
-	handovers, adopted, undated, rewithdrawn int
+	// and observations of one by its heir that the heir could not date;
+	// Leases a balanced member's plan withdrew again from because it led
+	// them without wanting them; handovers asked of a node (release?to=);
+	// member Leases of departed members collected; ghosts edited in.
+	handovers, adopted, undated, rewithdrawn, handOvers, collected, ghosts int
+
+	// memberWrites are the real times of the last commit of each member
+	// Lease in the store (deleted ones removed): a departed member's must
+	// be collected.
+	memberWrites map[string]time.Duration
 
 	end     time.Duration // the history ends here (set once the tail is judged)
 	check   *gchecker
@@ -124,8 +121,7 @@ type gsim struct {
 }
 
 // gsimMaxSteps bounds one history's Machine steps, and gsimMaxEvents its
-// events (a spin of the loop or the membership steps no Machine): more
-// means a spin.
+// events (a spin of a driver steps no Machine): more means a spin.
 const (
 	gsimMaxSteps  = 3_000_000
 	gsimMaxEvents = 4 * gsimMaxSteps
@@ -150,12 +146,23 @@ type gparams struct {
 	handover bool
 	// greedy: every member campaigns for every Lease (Config.Balance false).
 	greedy bool
+	// together: the first nodes start within a few milliseconds of each
+	// other, on fresh Leases.
+	together bool
+	// mixed: each node runs either every Lease of the group or the first
+	// short of them, in an order of its own (shuffled).
+	mixed    bool
+	short    int
+	shuffled bool
+	// leftovers: member Leases of processes long gone are there at start.
+	leftovers int
 
 	joiners int           // a clean scale-up: this many nodes join at joinAt; no faults
 	joinAt  time.Duration // when they start joining
 
-	// declines: a fault may be a release with a stay-out (a decline), and
-	// a member declines a Lease once the tail has converged.
+	// declines: a fault may be a release with a stay-out (a decline) or a
+	// handover to a named member, and a member declines a Lease once the
+	// tail has converged.
 	declines bool
 	// synced: wall clocks as NTP keeps them (offsets within ±leaseDuration/10,
 	// rates within 1±10⁻⁴) instead of half an hour apart and drifting.
@@ -180,11 +187,10 @@ type gnode struct {
 	name  string
 	clock gclock
 	alive bool // running (a crash, or the end of a graceful stop, ends it)
-	// observer: Config.Candidate false: no member Lease, no plan, every
-	// Machine withdrawn for good (mem is nil).
+	// observer: Config.Candidate false: no member core, every Machine
+	// withdrawn for good.
 	observer bool
-	// stopping: told to stop (SIGTERM): the loop has returned, the
-	// membership leaves, then every election stops.
+	// stopping: told to stop (SIGTERM).
 	stopping bool
 	fit      bool // a member, as health-gated candidacy says (Group.SetCandidate)
 
@@ -192,29 +198,41 @@ type gnode struct {
 	inbox       []func() // what reached it while paused, in order
 	cutOffUntil time.Duration
 
-	els []*gelection
-	mem *gmember
+	// served are the Leases it runs, by index into gsim.leases, in its
+	// configured order; els its elections by that index, nil for a Lease
+	// it does not serve.
+	served []int
+	els    []*gelection
+	core   *gcore // nil for an observer
+	calls  uint64 // IDs of the inputs that get Replies
+}
 
-	// loop.go's state.
-	requested, inflight []bool
-	left                []bool // loop.go's left: the last call asked to leave (not fit)
-	loopDue             bool   // notified: a turn of the loop is queued
-	loopGen             uint64 // the loop's timer
-	calls               uint64
-	handedAt            time.Time // HandedTo last seen, on this node's clock
+// gcore is a member's decision core (member.Machine) and what package
+// group's driver keeps around it.
+type gcore struct {
+	m         *member.Machine
+	members   *member.Members // as last published
+	writes    []member.Write  // as last published
+	wakeGen   uint64
+	wakeAt    time.Duration
+	watch     gstream
+	stopped   bool
+	notifyDue bool                 // an elector notified: the loop will feed the elections' states
+	lastCall  map[int]member.Call  // the last Call made of each election, by local index
 }
 
 // gelection is one Lease's election on a node: the Machine and what its
 // driver (package elect) keeps.
 type gelection struct {
-	i       int
+	i       int // the Lease, by index into gsim.leases
+	local   int // by index into the node's served Leases
 	m       *decide.Machine
 	report  decide.Report
 	wakeGen uint64
 	wakeAt  time.Duration
 	watch   gstream
-	call    uint64        // the loop's SetCandidate under way, 0 when none
-	noticed decide.Report // the last report the loop was notified of (elect's driver)
+	call    uint64        // the core's Call under way, 0 when none
+	noticed decide.Report // the last report the group loop was notified of (elect.Noticeable)
 	stopped bool
 	// refusing: the last SetCandidate the Machine was handed took it out
 	// with RefuseHandovers (its member not fit: Elector.Leave).
@@ -222,6 +240,15 @@ type gelection struct {
 	// declinedUntil is the end, on the node's clock, of the last decline
 	// of this Lease whose Release the Machine has been handed.
 	declinedUntil time.Time
+}
+
+// elections are n's elections, in its configured order.
+func (n *gnode) elections() []*gelection {
+	out := make([]*gelection, len(n.served))
+	for j, i := range n.served {
+		out[j] = n.els[i]
+	}
+	return out
 }
 
 // gstream is one list+watch: events of an older generation are dropped,
@@ -233,19 +260,6 @@ type gstream struct {
 	sent    string        // resourceVersion of the Lease version it sent last ("" when none, or one was missed)
 	opened  time.Duration // when its current attempt began
 	backoff time.Duration // before the next attempt after a failure
-}
-
-// gmember models members.go's run loop around the real record keeping.
-type gmember struct {
-	m      *membership
-	notify chan struct{} // m.notify: publish says the plan has something new
-	busy   bool          // the run loop is blocked in a request
-	cancel func()        // cancels an upkeep under way (its context ends)
-	events []memberEvent // delivered by the watch while busy
-	woken  bool          // a wake arrived while busy
-	timer  uint64
-	watch  gstream
-	done   bool // run has returned (the member Lease deleted, or given up)
 }
 
 // gclock is a node's clock: it reads base+offset at real time 0 and runs
@@ -288,7 +302,7 @@ func newGSim(seed uint64) *gsim {
 	p := gparams{
 		timing: decide.Config{
 			Namespace: "ns", LeaseDuration: t[0], RenewDeadline: t[1], RetryPeriod: t[2],
-			ReleaseOnStop: rng.IntN(4) != 0, StartWithdrawn: true,
+			ReleaseOnStop: rng.IntN(4) != 0,
 		},
 		leases:  1 + rng.IntN(12),
 		latency: time.Duration(1+rng.IntN(20)) * time.Millisecond,
@@ -316,6 +330,15 @@ func newGSim(seed uint64) *gsim {
 			p.drift = min(p.drift, 1e-4)
 		}
 	}
+	if p.joiners == 0 {
+		p.together = x.IntN(4) == 0
+		if p.leases > 1 && x.IntN(4) == 0 {
+			p.mixed, p.short, p.shuffled = true, 1+x.IntN(p.leases-1), x.IntN(2) == 0
+		}
+		if x.IntN(4) == 0 {
+			p.leftovers = 1 + x.IntN(3)
+		}
+	}
 	return buildGSim(seed, rng, x, p)
 }
 
@@ -331,7 +354,7 @@ func buildGSim(seed uint64, rng, x *rand.Rand, p gparams) *gsim {
 		seed: seed, rng: rng, x: x, p: p, named: map[string]bool{}, observers: map[string]bool{},
 		cfg:   Config{Name: gsimGroup, Election: p.timing, Candidate: true, Balance: !p.greedy, Handover: p.handover},
 		base:  time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
-		store: newGStore(), index: map[string]int{},
+		store: newGStore(), index: map[string]int{}, memberWrites: map[string]time.Duration{},
 		end: math.MaxInt64,
 	}
 	s.store.committed = s.committed
@@ -345,7 +368,7 @@ func buildGSim(seed uint64, rng, x *rand.Rand, p gparams) *gsim {
 	// may still land late or time out (and a renewal that times out then
 	// may end its term): up to two timeouts and a few crossings later.
 	s.check.disturbed(p.faults + time.Duration(float64(2*s.cfg.requestTimeout())/(1-p.drift)) + 20*p.latency)
-	if p.joiners == 0 {
+	if p.joiners == 0 && !p.together {
 		for _, name := range s.leases {
 			if rng.IntN(3) == 0 { // left behind by someone long gone
 				s.store.create("admin", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: coordinationv1.LeaseSpec{
@@ -354,7 +377,25 @@ func buildGSim(seed uint64, rng, x *rand.Rand, p gparams) *gsim {
 			}
 		}
 	}
+	for k := range p.leftovers {
+		id := fmt.Sprintf("gone-%d", k)
+		d := int32(p.timing.LeaseDuration / time.Second)
+		if x.IntN(2) == 0 {
+			d = math.MaxInt32
+		}
+		s.store.create("admin", s.ghostLease(id, d))
+	}
 	return s
+}
+
+// ghostLease is a member Lease for identity as a member writes it, with
+// duration d, serving every Lease: one that nobody renews.
+func (s *gsim) ghostLease(identity string, d int32) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: member.LeaseName(gsimGroup, identity), Labels: map[string]string{member.Label: gsimGroup},
+			Annotations: map[string]string{member.ServesAnnotation: member.EncodeServes(s.leases)}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: new(identity), LeaseDurationSeconds: new(d)},
+	}
 }
 
 // run plays the history and returns the checker's first violation.
@@ -362,7 +403,8 @@ func (s *gsim) run() error {
 	for range s.p.observers {
 		s.startObserver(time.Duration(s.x.Int64N(int64(s.p.timing.LeaseDuration))))
 	}
-	if s.p.joiners > 0 {
+	switch {
+	case s.p.joiners > 0:
 		s.start(0)
 		s.at(s.p.joinAt, func() {
 			s.check.scaleUp()
@@ -370,9 +412,13 @@ func (s *gsim) run() error {
 				s.start(s.now + time.Duration(s.rng.Int64N(int64(s.cfg.settleTime()/4))))
 			}
 		})
-	} else {
+	default:
+		spread := int64(s.p.timing.LeaseDuration)
+		if s.p.together {
+			spread = int64(3 * time.Millisecond)
+		}
 		for range s.p.nodes {
-			s.start(time.Duration(s.rng.Int64N(int64(s.p.timing.LeaseDuration))))
+			s.start(time.Duration(s.rng.Int64N(spread)))
 		}
 		for t := s.nextFault(0); t < s.p.faults; t = s.nextFault(t) {
 			s.at(t, s.fault)
@@ -402,7 +448,6 @@ func (s *gsim) run() error {
 	}
 	return s.check.err
 }
-
 // judge judges convergence once the quiet tail has lasted the bound (a
 // disturbance late in the history, such as a restart, moves that), and
 // then lets the history run a while longer, to see that nothing moves.
@@ -444,7 +489,7 @@ func (s *gsim) tailDecline() bool {
 	i := held[s.x.IntN(len(held))]
 	stayOut := time.Duration((1 + s.x.Float64()) * float64(s.p.timing.LeaseDuration))
 	s.check.expectTakeover(n, i, stayOut)
-	s.decline(n, i, stayOut)
+	s.decline(n, i, stayOut, "")
 	return true
 }
 
@@ -460,28 +505,41 @@ func (s *gsim) held(n *gnode) []int {
 }
 
 // decline is POST /v1/leases/{lease}/release?for=stayOut served by n, as
-// group.Election.Release does it: a member records the decline, with its
-// end on n's clock (declines.set), and pokes its membership, whose upkeep
-// writes it on the member Lease at once (memberTurn); then, on a member or
-// an observer, elect.Elector.Release hands the Machine decide.Release
-// after a goroutine hand-off. The handler runs in the process: not while
-// it is paused. Other members plan without the Lease for n while they see
-// the stay-out running by their own clocks; the stay-out disturbs the
-// group until it has ended on n's clock and n has written its member Lease
-// without it.
-func (s *gsim) decline(n *gnode, i int, stayOut time.Duration) {
+// group.Election.Release does it: a member's core takes the decline
+// (member.Decline, with its end on n's clock), which its member Lease then
+// carries; then, on a member or an observer, elect.Elector.Release hands
+// the Machine decide.Release after a goroutine hand-off. The handler runs
+// in the process: not while it is paused. Other members plan without the
+// Lease for n while they see the stay-out running by their own clocks;
+// the stay-out disturbs the group until it has ended on n's clock and n
+// has written its member Lease without it. With to set, it is
+// release?to=…: group.Election.HandOver, handed to that member if n's
+// view has it live and serving the Lease (with its member Lease's version
+// as witness), else nothing.
+func (s *gsim) decline(n *gnode, i int, stayOut time.Duration, to string) {
 	e := n.els[i]
+	if e == nil {
+		return
+	}
 	s.declines++
 	s.in(n, func() {
 		if n.stopping {
 			return // not modelled: a request to a process that stops
 		}
+		var heir member.Heir
+		if to != "" {
+			members := n.core.members
+			if to == n.name || !slices.Contains(members.IDs(), to) || !members.ServedBy(to, s.leases[i]) {
+				return // ErrUnknownSuccessor: nothing released
+			}
+			heir = member.Heir{Identity: to, Witness: members.Versions[to]}
+			s.handOvers++
+		}
 		until := n.clock.at(s.now).Add(stayOut)
-		s.tracef("%s is asked to release %s and stay out of it for %v (until %s)", n.name, s.leases[i], stayOut, until.Format("15:04:05.000"))
-		if n.mem != nil {
-			n.mem.m.declines.set(s.leases[i], until)
+		s.tracef("%s is asked to release %s to %q and stay out of it for %v (until %s)", n.name, s.leases[i], to, stayOut, until.Format("15:04:05.000"))
+		if n.core != nil {
 			s.check.disturbed(n.clock.when(until) + s.cfg.requestTimeout())
-			s.memberWake(n)
+			s.coreStep(n, member.Decline{Lease: s.leases[i], Until: until})
 		}
 		n.calls++
 		id := n.calls
@@ -490,12 +548,212 @@ func (s *gsim) decline(n *gnode, i int, stayOut time.Duration) {
 				if !e.stopped {
 					e.declinedUntil = until
 				}
-				s.step(n, e, decide.Release{ID: id, StayOut: stayOut})
+				s.step(n, e, decide.Release{ID: id, StayOut: stayOut, To: heir.Identity, Witness: heir.Witness})
 			})
 		})
 	})
 }
 
+// start starts a new member process (a new identity) at real time t.
+func (s *gsim) start(t time.Duration) { s.startNode(t, false) }
+
+// startObserver starts a new observer process at real time t.
+func (s *gsim) startObserver(t time.Duration) { s.startNode(t, true) }
+
+// startNode starts a new process (a new identity) at real time t: a
+// member, or an observer (Config.Candidate false: every Machine starts
+// withdrawn, as group.New has it, and no member core runs). A member of a
+// history with mixed lists runs, half the time, only the first p.short
+// Leases; with shuffled lists, in an order of its own.
+func (s *gsim) startNode(t time.Duration, observer bool) {
+	s.check.disturbed(t)
+	s.at(t, func() {
+		offset := time.Duration(s.rng.Int64N(int64(time.Hour))) - 30*time.Minute
+		if s.p.synced {
+			offset = time.Duration(float64(offset) / float64(30*time.Minute) * float64(s.p.timing.LeaseDuration/10))
+		}
+		n := &gnode{
+			alive: true, fit: !observer, observer: observer,
+			clock: gclock{base: s.base, offset: offset, rate: 1 + s.p.drift*(2*s.rng.Float64()-1)},
+			els:   make([]*gelection, len(s.leases)),
+		}
+		seed := s.seed << 16
+		if observer {
+			s.watchers++
+			n.name = fmt.Sprintf("o%d", s.watchers)
+			s.observers[n.name] = true
+			seed ^= 0xb5e<<52 + uint64(s.watchers)<<10
+		} else {
+			s.started++
+			n.name = fmt.Sprintf("m%d", s.started)
+			seed += uint64(s.started) << 10
+		}
+		s.named[n.name] = true
+		served := len(s.leases)
+		if s.p.mixed && !observer && s.x.IntN(2) == 0 {
+			served = s.p.short
+		}
+		for i := range served {
+			n.served = append(n.served, i)
+		}
+		if s.p.shuffled && !observer {
+			s.x.Shuffle(len(n.served), func(a, b int) { n.served[a], n.served[b] = n.served[b], n.served[a] })
+		}
+		gc := s.cfg
+		gc.Election.Identity, gc.Candidate = n.name, !observer
+		for _, i := range n.served {
+			gc.Leases = append(gc.Leases, s.leases[i])
+		}
+		for local, i := range n.served {
+			m, err := decide.New(gc.electionConfig(s.leases[i]), seed+uint64(i)) // as group.New has it
+			if err != nil {
+				panic(err)
+			}
+			n.els[i] = &gelection{i: i, local: local, m: m, watch: gstream{backoff: s.p.timing.RetryPeriod}}
+		}
+		s.nodes = append(s.nodes, n)
+		s.tracef("%s starts (observer %v, serves %v, clock rate %.4f)", n.name, observer, n.served, n.clock.rate)
+		for _, e := range n.elections() {
+			s.step(n, e, decide.Start{})
+			s.openLeaseWatch(n, e)
+		}
+		if observer {
+			return
+		}
+		m, err := member.New(gc.memberConfig())
+		if err != nil {
+			panic(err)
+		}
+		n.core = &gcore{m: m, watch: gstream{backoff: s.cfg.requestTimeout()}, lastCall: map[int]member.Call{}}
+		s.coreStep(n, member.Start{})
+		s.openMemberWatch(n)
+	})
+}
+
+// step feeds one input to an election's Machine and carries out its
+// output, as package elect's driver does; a watch's observation is dated
+// first (dated).
+func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
+	if e.stopped {
+		return
+	}
+	if o, ok := input.(decide.Observed); ok {
+		input = s.dated(n, o)
+	}
+	if c, ok := input.(decide.SetCandidate); ok {
+		e.refusing = !c.Candidate && c.RefuseHandovers
+	}
+	now := n.clock.at(s.now)
+	out := e.m.Step(now, input)
+	s.steps++
+	for _, l := range out.Logs {
+		switch l.Msg {
+		case "took over the Lease handed to this instance":
+			s.adopted++
+			if e.refusing {
+				s.check.fail("%s/%s: took over a Lease handed to it after leaving the group (RefuseHandovers)", n.name, s.leases[e.i])
+			}
+		case "handed the Lease over":
+			s.handovers++
+		}
+	}
+	if s.tracing {
+		s.tracef("%s/%d ← %s → %s", n.name, e.i, gsimInput(input), gsimOutput(out))
+	}
+	if out.Fatal != nil {
+		s.check.fail("%s/%s: fatal: %v", n.name, s.leases[e.i], out.Fatal)
+		return
+	}
+	e.report = out.Report
+	s.check.report(n, e.i, out.Report)
+	for _, r := range out.Replies {
+		if r.ID == e.call && r.ID != 0 {
+			e.call = 0
+			s.callDone(n, e)
+		}
+	}
+	if out.Request != nil {
+		s.sendLease(n, e, *out.Request)
+	}
+	if out.AwaitHolds != 0 { // no runner holds a group's terms here
+		s.at(s.now, func() { s.in(n, func() { s.step(n, e, decide.HoldsCleared{}) }) })
+	}
+	if out.Stopped {
+		e.stopped = true
+		s.tracef("%s/%d stopped", n.name, e.i)
+		if e.call != 0 { // the call under way returns elect.ErrStopped
+			e.call = 0
+			s.callDone(n, e)
+		}
+		s.exitIfDone(n)
+		return
+	}
+	s.wake(n, &e.wakeGen, &e.wakeAt, now, out.Wake, func() { s.step(n, e, decide.Tick{}) })
+	if elect.Noticeable(e.noticed, out.Report) {
+		e.noticed = out.Report
+		s.notify(n)
+	}
+}
+
+// wake schedules tick at the real time n's clock reads at, as a driver's
+// timer does: max(at−now, 0), so a Wake at or before now is a Tick at
+// once. A newer wake (gen) replaces it.
+func (s *gsim) wake(n *gnode, gen *uint64, wakeAt *time.Duration, now, at time.Time, tick func()) {
+	when := s.now
+	if at.After(now) {
+		when = n.clock.when(at)
+	}
+	if when != *wakeAt || when <= s.now {
+		*gen++
+		g := *gen
+		*wakeAt = when
+		s.at(when, func() {
+			if *gen == g {
+				s.in(n, tick)
+			}
+		})
+	}
+}
+
+// exitIfDone ends n once every election and its core have stopped.
+func (s *gsim) exitIfDone(n *gnode) {
+	for _, e := range n.elections() {
+		if !e.stopped {
+			return
+		}
+	}
+	if n.core != nil && !n.core.stopped {
+		return
+	}
+	n.alive = false
+	s.tracef("%s exits", n.name)
+}
+
+// dated is elect's driver.dated with group.New's Witnessed (member.SentAt
+// over the writes the core published; an observer has none): an
+// observation of a record handed to n (decide.HandedOverAnnotation) gets
+// the local time before n sent the write of its member Lease that the
+// annotation names, when n's core remembers that write.
+func (s *gsim) dated(n *gnode, o decide.Observed) decide.Observed {
+	if n.core == nil || o.Lease == nil || o.Lease.Spec.HolderIdentity == nil || *o.Lease.Spec.HolderIdentity != n.name {
+		return o
+	}
+	if witness := o.Lease.Annotations[decide.HandedOverAnnotation]; witness != "" {
+		var ok bool
+		if o.WitnessSentAt, ok = member.SentAt(n.core.writes, witness); !ok {
+			s.undated++
+		} else {
+			s.check.dated(n, witness, o.WitnessSentAt)
+		}
+	}
+	return o
+}
+
+// goroutine is how long a hand-off between goroutines of one process
+// takes: a channel send, a wake-up.
+func (s *gsim) goroutine() time.Duration {
+	return time.Duration(s.rng.Int64N(int64(2 * time.Millisecond)))
+}
 func (s *gsim) nextFault(after time.Duration) time.Duration {
 	return after + time.Duration(s.rng.ExpFloat64()*float64(s.p.faultEvery))
 }
@@ -579,210 +837,6 @@ func (s *gsim) unpause(n *gnode) {
 		f()
 	}
 	n.inbox = nil
-}
-
-// start starts a new member process (a new identity) at real time t.
-func (s *gsim) start(t time.Duration) { s.startNode(t, false) }
-
-// startObserver starts a new observer process at real time t.
-func (s *gsim) startObserver(t time.Duration) { s.startNode(t, true) }
-
-// startNode starts a new process (a new identity) at real time t: a
-// member, or an observer (Config.Candidate false: every Machine starts
-// withdrawn, as group.New has it, and no membership runs).
-func (s *gsim) startNode(t time.Duration, observer bool) {
-	s.check.disturbed(t)
-	s.at(t, func() {
-		timeout := s.cfg.requestTimeout()
-		offset := time.Duration(s.rng.Int64N(int64(time.Hour))) - 30*time.Minute
-		if s.p.synced {
-			offset = time.Duration(float64(offset) / float64(30*time.Minute) * float64(s.p.timing.LeaseDuration/10))
-		}
-		n := &gnode{
-			alive: true, fit: !observer, observer: observer,
-			clock: gclock{
-				base:   s.base,
-				offset: offset,
-				rate:   1 + s.p.drift*(2*s.rng.Float64()-1),
-			},
-			requested: make([]bool, len(s.leases)), inflight: make([]bool, len(s.leases)), left: make([]bool, len(s.leases)),
-		}
-		seed := s.seed << 16
-		if observer {
-			s.watchers++
-			n.name = fmt.Sprintf("o%d", s.watchers)
-			s.observers[n.name] = true
-			seed ^= 0xb5e<<52 + uint64(s.watchers)<<10
-		} else {
-			s.started++
-			n.name = fmt.Sprintf("m%d", s.started)
-			seed += uint64(s.started) << 10
-		}
-		s.named[n.name] = true
-		for i, lease := range s.leases {
-			cfg := s.p.timing
-			cfg.Name, cfg.Identity = lease, n.name
-			if observer {
-				cfg.StartWithdrawn = true // !Config.Candidate
-			}
-			// group.New: a balanced member's elector takes a Lease handed
-			// to it even while withdrawn.
-			cfg.AcceptHandovers = !observer && s.cfg.Balance
-			m, err := decide.New(cfg, seed+uint64(i))
-			if err != nil {
-				panic(err)
-			}
-			n.els = append(n.els, &gelection{i: i, m: m, watch: gstream{backoff: s.p.timing.RetryPeriod}})
-		}
-		s.nodes = append(s.nodes, n)
-		if observer {
-			s.tracef("%s starts, an observer (clock rate %.4f)", n.name, n.clock.rate)
-			for _, e := range n.els {
-				s.step(n, e, decide.Start{})
-				s.openLeaseWatch(n, e)
-			}
-			return
-		}
-		notify := make(chan struct{}, 1) // group.New: the group's notify, which the loop reads
-		n.mem = &gmember{
-			m: &membership{
-				group: gsimGroup, identity: n.name, name: MemberLeaseName(gsimGroup, n.name),
-				ttl: s.p.timing.LeaseDuration, timeout: timeout, log: slog.New(slog.DiscardHandler),
-				records: map[string]memberRecord{}, declines: &declines{}, notify: notify,
-			},
-			notify: notify,
-			watch:  gstream{backoff: timeout},
-		}
-		s.tracef("%s starts (clock rate %.4f)", n.name, n.clock.rate)
-		for _, e := range n.els {
-			s.step(n, e, decide.Start{})
-			s.openLeaseWatch(n, e)
-		}
-		s.openMemberWatch(n)
-		s.memberTurn(n)
-	})
-}
-
-// step feeds one input to a Machine and carries out its output, as
-// package elect's driver does; a watch's observation is dated first
-// (dated).
-func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
-	if e.stopped {
-		return
-	}
-	if o, ok := input.(decide.Observed); ok {
-		input = s.dated(n, o)
-	}
-	if c, ok := input.(decide.SetCandidate); ok {
-		e.refusing = !c.Candidate && c.RefuseHandovers
-	}
-	now := n.clock.at(s.now)
-	out := e.m.Step(now, input)
-	s.steps++
-	for _, l := range out.Logs {
-		switch l.Msg {
-		case "took over the Lease handed to this instance":
-			s.adopted++
-			if e.refusing {
-				s.check.fail("%s/%s: took over a Lease handed to it after leaving the group (RefuseHandovers)", n.name, s.leases[e.i])
-			}
-		case "handed the Lease over":
-			s.handovers++
-		}
-	}
-	if s.tracing {
-		s.tracef("%s/%d ← %s → %s", n.name, e.i, gsimInput(input), gsimOutput(out))
-	}
-	if out.Fatal != nil {
-		s.check.fail("%s/%s: fatal: %v", n.name, s.leases[e.i], out.Fatal)
-		return
-	}
-	e.report = out.Report
-	s.check.report(n, e.i, out.Report)
-	for _, r := range out.Replies {
-		if r.ID == e.call && r.ID != 0 {
-			e.call = 0
-			s.at(s.now+s.goroutine(), func() {
-				s.in(n, func() {
-					n.inflight[e.i] = false
-					s.notify(n)
-				})
-			})
-		}
-	}
-	if out.Request != nil {
-		s.sendLease(n, e, *out.Request)
-	}
-	if out.AwaitHolds != 0 { // no runner holds a group's terms here
-		s.at(s.now, func() { s.in(n, func() { s.step(n, e, decide.HoldsCleared{}) }) })
-	}
-	if out.Stopped {
-		e.stopped = true
-		s.tracef("%s/%d stopped", n.name, e.i)
-		if !slices.ContainsFunc(n.els, func(e *gelection) bool { return !e.stopped }) {
-			n.alive = false
-			s.tracef("%s exits", n.name)
-		}
-		return
-	}
-	// The driver's timer waits max(Wake−now, 0): a Wake at or before now
-	// (even the zero time: a term adopted while a read is due) is a Tick
-	// at once.
-	wakeAt := s.now
-	if out.Wake.After(now) {
-		wakeAt = n.clock.when(out.Wake)
-	}
-	if wakeAt != e.wakeAt || wakeAt <= s.now {
-		e.wakeGen++
-		gen := e.wakeGen
-		e.wakeAt = wakeAt
-		s.at(wakeAt, func() {
-			if e.wakeGen == gen {
-				s.in(n, func() { s.step(n, e, decide.Tick{}) })
-			}
-		})
-	}
-	if noticeable(e.noticed, out.Report) {
-		e.noticed = out.Report
-		s.notify(n)
-	}
-}
-
-// dated is elect's driver.dated with group.New's Witnessed (the
-// membership's sentAt; an observer has none): an observation of a record
-// handed to n (decide.HandedOverAnnotation) gets the local time before n
-// sent the write of its member Lease that the annotation names, when n's
-// membership remembers that write.
-func (s *gsim) dated(n *gnode, o decide.Observed) decide.Observed {
-	if n.mem == nil || o.Lease == nil || o.Lease.Spec.HolderIdentity == nil || *o.Lease.Spec.HolderIdentity != n.name {
-		return o
-	}
-	if witness := o.Lease.Annotations[decide.HandedOverAnnotation]; witness != "" {
-		var ok bool
-		if o.WitnessSentAt, ok = n.mem.m.sentAt(witness); !ok {
-			s.undated++
-		} else {
-			s.check.dated(n, witness, o.WitnessSentAt)
-		}
-	}
-	return o
-}
-
-// noticeable is elect's noticeable: whether report differs from the last
-// one the loop was notified of in what the loop acts on (a change of
-// Index, LeaderAddress included, of Observed, Candidate, Leading or
-// ReservedFor, or FreeAt becoming zero or not zero). A renewal, or another
-// holder's, is not noticeable; nor is a change of HandedOver alone.
-func noticeable(last, report decide.Report) bool {
-	return last.Leading != report.Leading || last.Holder != report.Holder || last.Term != report.Term ||
-		last.Token != report.Token || last.LeaderAddress != report.LeaderAddress || last.Observed != report.Observed || last.Candidate != report.Candidate ||
-		last.FreeAt.IsZero() != report.FreeAt.IsZero() || last.ReservedFor != report.ReservedFor
-}
-
-// goroutine is how long a hand-off between goroutines of one process
-// takes: a channel send, a wake-up.
-func (s *gsim) goroutine() time.Duration {
-	return time.Duration(s.rng.Int64N(int64(2 * time.Millisecond)))
 }
 
 // request carries one request of n across the network: do runs at the
@@ -869,7 +923,8 @@ func (s *gsim) sendLease(n *gnode, e *gelection, req decide.Request) {
 }
 
 // committed hands a commit to the watches that see it: the one Lease's
-// watches of each node, or the member watches.
+// watches of each node that serves it, or the member watches; and keeps
+// the time of each member Lease's last commit.
 func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
 	if w := s.store.versions[s.store.rev].writer; s.observers[w] {
 		s.check.fail("observer %s wrote %s (resourceVersion %s)", w, name, rv)
@@ -877,6 +932,9 @@ func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
 	if i, ok := s.index[name]; ok {
 		for _, n := range s.nodes {
 			e := n.els[i]
+			if e == nil {
+				continue
+			}
 			if !n.alive || !e.watch.open || s.now < n.cutOffUntil {
 				e.watch.sent = "" // missed
 				continue
@@ -890,18 +948,452 @@ func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
 		}
 		return
 	}
-	if obj := cmpOr(l, gone); obj == nil || obj.Labels[MemberLabel] != gsimGroup {
+	if obj := cmpOr(l, gone); obj == nil || obj.Labels[member.Label] != gsimGroup {
 		return
 	}
-	ev := memberEvent{lease: l}
+	var in member.Input = member.Changed{Lease: l}
 	if l == nil {
-		ev = memberEvent{deleted: name}
+		in = member.Deleted{Name: name}
+		delete(s.memberWrites, name)
+	} else {
+		s.memberWrites[name] = s.now
 	}
 	for _, n := range s.nodes {
-		if n.alive && n.mem != nil && n.mem.watch.open && s.now >= n.cutOffUntil {
-			s.push(n, &n.mem.watch, func() { s.memberEvent(n, ev) })
+		if n.alive && n.core != nil && n.core.watch.open && s.now >= n.cutOffUntil {
+			s.push(n, &n.core.watch, func() { s.coreStep(n, in) })
 		}
 	}
+}
+
+// openMemberWatch lists the member Leases, then watches them (the group
+// driver's watch), unless n is cut off: then the list times out and the
+// watch backs off.
+func (s *gsim) openMemberWatch(n *gnode) {
+	st := &n.core.watch
+	st.gen++
+	gen := st.gen
+	st.open = false
+	s.at(s.now+2*s.latency(), func() {
+		if !n.alive || st.gen != gen || n.core.stopped {
+			return
+		}
+		if s.now < n.cutOffUntil {
+			s.at(n.clock.when(n.clock.at(s.now).Add(s.cfg.requestTimeout())), func() {
+				if st.gen == gen {
+					st.open = true
+					s.breakMemberWatch(n, "list: timeout")
+				}
+			})
+			return
+		}
+		items, _ := s.store.list(member.Label, gsimGroup)
+		st.open, st.last, st.opened = true, s.now, s.now
+		s.in(n, func() { s.coreStep(n, member.Listed{Items: items}) })
+	})
+}
+
+// breakMemberWatch ends the member watch; the driver lists again after a
+// backoff that starts at the request timeout and doubles up to 30s, back
+// to the request timeout after a stream that lasted 30s (elect.WatchLeases).
+// Until the member watch is back, n's view of the membership decays: that
+// counts as a disturbance.
+func (s *gsim) breakMemberWatch(n *gnode, why string) {
+	if n.core == nil {
+		return // an observer has none
+	}
+	st := &n.core.watch
+	if !st.open {
+		return
+	}
+	st.open = false
+	st.gen++
+	gen := st.gen
+	if s.now-st.opened > 30*time.Second {
+		st.backoff = s.cfg.requestTimeout()
+	}
+	wait := st.backoff
+	st.backoff = min(2*st.backoff, 30*time.Second)
+	back := n.clock.when(n.clock.at(s.now).Add(wait))
+	s.tracef("%s's member watch breaks: %s; lists again in %v", n.name, why, wait)
+	s.check.disturbed(back + 4*s.p.latency)
+	s.at(back, func() {
+		if st.gen == gen {
+			s.openMemberWatch(n)
+		}
+	})
+}
+
+// coreStep feeds one input to n's member core and carries out its output,
+// with the elections' latest states, as package group's driver does:
+// publish Members and Writes, stop every
+// election with its heir on Heirs, make the Calls (each after a goroutine
+// hand-off, answered by CandidacyDone), send the Request, wake at Wake.
+func (s *gsim) coreStep(n *gnode, in member.Input) {
+	c := n.core
+	if c == nil || c.stopped || !n.alive {
+		return
+	}
+	now := n.clock.at(s.now)
+	out := c.m.Step(now, s.states(n), in)
+	s.steps++
+	if s.tracing {
+		s.tracef("%s/core ← %s → %s", n.name, gsimCoreInput(in), gsimCoreOutput(out))
+	}
+	if out.Writes != nil {
+		c.writes = out.Writes
+	}
+	if out.Members != nil {
+		c.members = out.Members
+	}
+	s.collected += out.Collected
+	if out.Heirs != nil {
+		for j, e := range n.elections() { // group.Run: the electors stop, each handing its Lease to its heir
+			h := out.Heirs[j]
+			s.step(n, e, decide.Stop{To: h.Identity, Witness: h.Witness})
+		}
+	}
+	for _, call := range out.Calls {
+		s.call(n, call)
+	}
+	if out.Request != nil {
+		s.memberRequest(n, *out.Request)
+	}
+	if out.Stopped {
+		c.stopped = true
+		s.tracef("%s's core stopped", n.name)
+		s.exitIfDone(n)
+		return
+	}
+	s.wake(n, &c.wakeGen, &c.wakeAt, now, out.Wake, func() { s.coreStep(n, member.Tick{}) })
+}
+
+// call makes one candidacy change of an election, as the group driver's
+// call goroutine does: elect.Elector.SetCandidate, or Leave with the heir,
+// handed to the election's loop after a goroutine hand-off; its Reply (or
+// the election's end) returns it (callDone). The checker holds a balanced
+// member's plan to its declines.
+func (s *gsim) call(n *gnode, c member.Call) {
+	e := n.elections()[c.Lease]
+	last, seen := n.core.lastCall[c.Lease]
+	if seen && !c.Candidate && !c.Leave && !last.Candidate && !last.Leave {
+		s.rewithdrawn++ // led, though not wanted: withdrawn again
+	}
+	n.core.lastCall[c.Lease] = c
+	s.check.call(n, e.i, c)
+	n.calls++
+	id := n.calls
+	e.call = id
+	in := decide.SetCandidate{ID: id, Candidate: c.Candidate, Reason: c.Reason}
+	if c.Leave {
+		in = decide.SetCandidate{ID: id, Reason: c.Reason, To: c.To.Identity, Witness: c.To.Witness, RefuseHandovers: true}
+	}
+	s.tracef("%s's plan: %s %v (leave %v, to %q, witness %q)", n.name, s.leases[e.i], c.Candidate, c.Leave, c.To.Identity, c.To.Witness)
+	s.at(s.now+s.goroutine(), func() {
+		s.in(n, func() {
+			if e.stopped {
+				if e.call == id {
+					e.call = 0
+					s.callDone(n, e)
+				}
+				return
+			}
+			s.step(n, e, in)
+		})
+	})
+}
+
+// callDone returns the call under way on e to n's core, after a goroutine
+// hand-off.
+func (s *gsim) callDone(n *gnode, e *gelection) {
+	s.at(s.now+s.goroutine(), func() {
+		s.in(n, func() { s.coreStep(n, member.CandidacyDone{Lease: e.local}) })
+	})
+}
+
+// memberRequest carries out a member Lease request of n's core, with the
+// driver's timeout; the checker learns when each write left.
+func (s *gsim) memberRequest(n *gnode, req member.Request) {
+	at := s.now
+	do := func() (*coordinationv1.Lease, error) {
+		var l *coordinationv1.Lease
+		var err error
+		switch req.Verb {
+		case member.Create:
+			l, err = s.store.create(n.name, req.Lease)
+		case member.Get:
+			l, err = s.store.get(req.Name)
+		case member.Update:
+			l, err = s.store.update(n.name, req.Lease)
+		case member.Delete:
+			var uid, rv string
+			if p := req.Preconditions; p != nil {
+				if p.UID != nil {
+					uid = string(*p.UID)
+				}
+				if p.ResourceVersion != nil {
+					rv = *p.ResourceVersion
+				}
+			}
+			err = s.store.removeIf(n.name, req.Name, uid, rv)
+		}
+		if err == nil && (req.Verb == member.Create || req.Verb == member.Update) {
+			s.check.memberSent(l.ResourceVersion, at)
+		}
+		if err == nil && req.Purpose == member.PurposeCollect {
+			s.tracef("%s collects the member Lease %s", n.name, req.Name)
+		}
+		return l, err
+	}
+	s.request(n, n.clock.at(s.now).Add(s.cfg.requestTimeout()), do, func(l *coordinationv1.Lease, err error) {
+		s.coreStep(n, member.Result{Lease: l, Err: err})
+	})
+}
+
+// states are n's elections' states, in its configured order (the group
+// driver's states of its snapshot).
+func (s *gsim) states(n *gnode) []member.LeaseState {
+	var out []member.LeaseState
+	for _, e := range n.elections() {
+		r := e.report
+		out = append(out, member.LeaseState{Name: s.leases[e.i], Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt,
+			ReservedFor: r.ReservedFor, HandedOver: r.HandedOver})
+	}
+	return out
+}
+
+// notify is an elector's Notify: the group driver's loop takes it, after
+// a goroutine hand-off, and steps the core.
+func (s *gsim) notify(n *gnode) {
+	c := n.core
+	if c == nil || c.notifyDue {
+		return
+	}
+	c.notifyDue = true
+	s.at(s.now+s.goroutine(), func() {
+		s.in(n, func() {
+			c.notifyDue = false
+			s.coreStep(n, member.Tick{})
+		})
+	})
+}
+
+// live lists the nodes running and not stopping, observers included.
+func (s *gsim) live() []*gnode {
+	var live []*gnode
+	for _, n := range s.nodes {
+		if n.alive && !n.stopping {
+			live = append(live, n)
+		}
+	}
+	return live
+}
+
+// fault injects one fault, drawn among those the history allows.
+func (s *gsim) fault() {
+	p := s.p
+	live := s.live()
+	if len(live) == 0 {
+		return
+	}
+	n := live[s.rng.IntN(len(live))]
+	members := 0
+	for _, m := range live {
+		if !m.observer {
+			members++
+		}
+	}
+	ld := p.timing.LeaseDuration
+	upTo := func(d time.Duration) time.Duration { return time.Duration(s.rng.Float64() * float64(d)) }
+	// replace starts a new process for one that ended, unless (a
+	// scale-down) others remain: a member for a member (always for the
+	// last one), an observer for an observer.
+	replace := func() {
+		switch {
+		case n.observer:
+			if s.rng.IntN(4) != 0 {
+				s.startObserver(s.now + upTo(ld))
+			}
+		case members == 1 || s.rng.IntN(4) != 0:
+			s.start(s.now + upTo(ld))
+		}
+	}
+	switch k := s.rng.IntN(11); {
+	case k == 0 && p.handEdits:
+		s.handEdit()
+	case k == 1 && p.pauses:
+		n.pausedUntil = max(n.pausedUntil, s.now+upTo(2*ld))
+		s.tracef("%s pauses until %.4fs", n.name, n.pausedUntil.Seconds())
+		s.check.disturbed(n.pausedUntil + s.aftermath())
+	case k == 2 && p.splits:
+		n.cutOffUntil = max(n.cutOffUntil, s.now+upTo(2*ld))
+		heal := n.cutOffUntil
+		s.tracef("%s is cut off until %.4fs", n.name, heal.Seconds())
+		s.check.disturbed(heal + s.aftermath())
+		s.at(heal, func() {
+			if n.cutOffUntil == heal && n.alive {
+				for _, e := range n.elections() {
+					s.breakLeaseWatch(n, e, "partition healed")
+				}
+				s.breakMemberWatch(n, "partition healed")
+			}
+		})
+	case k == 3 && p.crashes:
+		n.alive = false
+		s.tracef("%s crashes", n.name)
+		s.check.crashed(n)
+		replace()
+	case k == 4:
+		n.stopping = true
+		s.tracef("%s is told to stop", n.name)
+		s.check.disturbed(s.now)
+		s.in(n, func() {
+			if n.observer { // group.Run: the electors stop
+				for _, e := range n.elections() {
+					s.step(n, e, decide.Stop{})
+				}
+				return
+			}
+			s.coreStep(n, member.Stop{}) // the core names the heirs, the electors stop
+		})
+		replace()
+	case k == 5 && members < 6:
+		s.start(s.now)
+	case k == 6 && n.fit:
+		n.fit = false
+		back := s.now + upTo(2*ld)
+		s.tracef("%s's app is unhealthy: it leaves the membership until %.4fs", n.name, back.Seconds())
+		s.check.disturbed(back)
+		s.in(n, func() { s.coreStep(n, member.SetFit{Fit: false, Reason: "app unhealthy"}) })
+		s.at(back, func() {
+			n.fit = true
+			s.tracef("%s's app is healthy again", n.name)
+			s.in(n, func() { s.coreStep(n, member.SetFit{Fit: true, Reason: "app healthy"}) })
+		})
+	case k == 7:
+		e := n.elections()[s.rng.IntN(len(n.served))]
+		s.breakLeaseWatch(n, e, "stream closed by the server")
+		s.check.disturbed(s.now)
+	case k == 8:
+		s.breakMemberWatch(n, "stream closed by the server")
+	case k == 9:
+		s.store.rev += 1 + s.rng.Int64N(50)
+	case k == 10 && p.declines:
+		i := n.served[s.x.IntN(len(n.served))]
+		if held := s.held(n); len(held) > 0 && s.x.IntN(4) != 0 {
+			i = held[s.x.IntN(len(held))]
+		}
+		stayOut := time.Duration((0.5 + 2.5*s.x.Float64()) * float64(ld))
+		var to string
+		if n.core != nil && s.x.IntN(3) == 0 { // release?to=: a live member, as n sees the group
+			if ids := n.core.members.IDs(); len(ids) > 0 {
+				to = ids[s.x.IntN(len(ids))]
+			}
+			if s.x.IntN(2) == 0 {
+				stayOut = 0
+			}
+		}
+		s.decline(n, i, stayOut, to)
+	}
+}
+
+// aftermath is how long a member that was paused or cut off for longer
+// than its TTL may take to be a member again in every view, its own
+// included, once it runs and reaches the apiserver again: a renewal that
+// times out or conflicts (its last write landed unanswered), the create,
+// read and update that write it afresh, and the settle time after it
+// joins again.
+func (s *gsim) aftermath() time.Duration {
+	return time.Duration(float64(2*s.cfg.requestTimeout()+s.cfg.settleTime())/(1-s.p.drift)) + 8*s.p.latency
+}
+
+// handEdit changes a group Lease, or a member Lease, as an admin would:
+// without a precondition.
+func (s *gsim) handEdit() {
+	s.edits++
+	s.check.disturbed(s.now)
+	name := s.leases[s.rng.IntN(len(s.leases))]
+	var what string
+	switch s.rng.IntN(6) {
+	case 0:
+		what = "deletes"
+		s.store.remove("admin", name, "")
+	case 1:
+		what = "empties the holder of"
+		s.store.edit(name, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = new("") })
+	case 2:
+		what = "sets leaseDurationSeconds to 1 on"
+		s.store.edit(name, func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = new(int32(1)) })
+	case 3:
+		what = "gives to a stranger"
+		s.store.edit(name, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = new(fmt.Sprintf("admin-%d", s.edits)) })
+	case 4:
+		what = "annotates"
+		s.store.edit(name, func(l *coordinationv1.Lease) {
+			l.Annotations = map[string]string{"example.com/note": fmt.Sprint(s.edits), fence.Annotation: l.Annotations[fence.Annotation]}
+		})
+	case 5:
+		members, _ := s.store.list(member.Label, gsimGroup)
+		switch k := s.x.IntN(3); {
+		case k == 0 || len(members) == 0:
+			s.ghosts++
+			ghost := s.ghostLease(fmt.Sprintf("ghost-%d", s.edits), math.MaxInt32)
+			name, what = ghost.Name, "creates a ghost member Lease"
+			if _, err := s.store.create("admin", ghost); err != nil {
+				return
+			}
+		case k == 1:
+			name = members[s.rng.IntN(len(members))].Name
+			what = "deletes the member Lease"
+			s.store.remove("admin", name, "")
+		default:
+			// Until its member next writes it (a renewal, or a fresh one
+			// after the conflict), the others judge the member by the
+			// edited duration, and it judges itself so: the group moves
+			// until that write, and the settle time after it.
+			s.check.disturbed(s.now + time.Duration(float64(s.p.timing.LeaseDuration/3)/(1-s.p.drift)) + s.aftermath())
+			name = members[s.rng.IntN(len(members))].Name
+			d := []int32{1, math.MaxInt32}[s.x.IntN(2)]
+			what = fmt.Sprintf("sets leaseDurationSeconds to %d on the member Lease", d)
+			s.store.edit(name, func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = new(d) })
+		}
+	}
+	s.tracef("admin %s %s (rev %d)", what, name, s.store.rev)
+}
+
+func gsimCoreInput(in member.Input) string {
+	switch in := in.(type) {
+	case member.Listed:
+		return fmt.Sprintf("listed %d member Leases", len(in.Items))
+	case member.Changed:
+		return "member Lease " + gsimLease(in.Lease, "")
+	case member.Result:
+		if in.Err != nil {
+			return "answer: " + firstLine(in.Err.Error())
+		}
+		return "answer " + gsimLease(in.Lease, "")
+	default:
+		return strings.TrimPrefix(fmt.Sprintf("%T%+v", in, in), "member.")
+	}
+}
+
+func gsimCoreOutput(out member.Output) string {
+	var parts []string
+	if out.Members != nil {
+		parts = append(parts, fmt.Sprintf("members %v", out.Members.Identities))
+	}
+	if len(out.Calls) > 0 {
+		parts = append(parts, fmt.Sprintf("calls %+v", out.Calls))
+	}
+	if out.Heirs != nil {
+		parts = append(parts, fmt.Sprintf("heirs %+v", out.Heirs))
+	}
+	if q := out.Request; q != nil {
+		parts = append(parts, "sends "+string(q.Purpose))
+	}
+	for _, l := range out.Logs {
+		parts = append(parts, l.Msg)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func cmpOr(a, b *coordinationv1.Lease) *coordinationv1.Lease {
@@ -981,542 +1473,6 @@ func (s *gsim) breakLeaseWatch(n *gnode, e *gelection, why string) {
 			s.openLeaseWatch(n, e)
 		}
 	})
-}
-
-// openMemberWatch lists the member Leases, then watches them (members.go's
-// watch), unless n is cut off: then the list times out and the watch backs
-// off.
-func (s *gsim) openMemberWatch(n *gnode) {
-	st := &n.mem.watch
-	st.gen++
-	gen := st.gen
-	st.open = false
-	s.at(s.now+2*s.latency(), func() {
-		if !n.alive || st.gen != gen || n.mem.done {
-			return
-		}
-		if s.now < n.cutOffUntil {
-			s.at(n.clock.when(n.clock.at(s.now).Add(s.cfg.requestTimeout())), func() {
-				if st.gen == gen {
-					st.open = true
-					s.breakMemberWatch(n, "list: timeout")
-				}
-			})
-			return
-		}
-		items, _ := s.store.list(MemberLabel, gsimGroup)
-		st.open, st.last, st.opened = true, s.now, s.now
-		s.in(n, func() { s.memberEvent(n, memberEvent{list: items, listed: true}) })
-	})
-}
-
-// breakMemberWatch ends the member watch; members.go lists again after a
-// backoff that starts at the request timeout and doubles up to 30s, back to
-// the request timeout after a stream that lasted 30s. Until the member watch is back, n's view of the membership
-// decays: that counts as a disturbance.
-func (s *gsim) breakMemberWatch(n *gnode, why string) {
-	if n.mem == nil {
-		return // an observer has none
-	}
-	st := &n.mem.watch
-	if !st.open {
-		return
-	}
-	st.open = false
-	st.gen++
-	gen := st.gen
-	if s.now-st.opened > 30*time.Second {
-		st.backoff = s.cfg.requestTimeout()
-	}
-	wait := st.backoff
-	st.backoff = min(2*st.backoff, 30*time.Second)
-	back := n.clock.when(n.clock.at(s.now).Add(wait))
-	s.tracef("%s's member watch breaks: %s; lists again in %v", n.name, why, wait)
-	s.check.disturbed(back + 4*s.p.latency)
-	s.at(back, func() {
-		if st.gen == gen {
-			s.openMemberWatch(n)
-		}
-	})
-}
-
-// memberEvent hands a watch event to members.go's run loop: at once when
-// it waits in its select, after the request under way when it is busy.
-func (s *gsim) memberEvent(n *gnode, ev memberEvent) {
-	g := n.mem
-	if g.done {
-		return
-	}
-	g.events = append(g.events, ev)
-	if !g.busy {
-		s.memberIdle(n)
-	}
-}
-
-// memberTurn is one turn of members.go's run loop: stop, or leave or join
-// as asked, create or renew the member Lease when due or when this member's
-// declines (as declines.current has them now) differ from those last
-// written, then publish and wait (memberIdle).
-func (s *gsim) memberTurn(n *gnode) {
-	g := n.mem
-	m := g.m
-	if g.busy || g.done || !n.alive {
-		return
-	}
-	if n.stopping {
-		s.memberStop(n)
-		return
-	}
-	if n.fit != m.want {
-		if !n.fit && m.own != nil {
-			s.memberLeave(n, func() {
-				m.want = false
-				s.memberTurn(n)
-			})
-			return
-		}
-		m.want = n.fit
-	}
-	now := n.clock.at(s.now)
-	declined := encodeDeclines(m.declines.current(now))
-	if m.want && (m.own == nil || !now.Before(m.renewAt) || declined != m.written) {
-		s.memberUpkeep(n, declined, func() { s.memberIdle(n) })
-		return
-	}
-	s.memberIdle(n)
-}
-
-// memberIdle publishes the membership and waits in the select: for the
-// next renewal or expiry, a wake, or a watch event (taken at once if one
-// is waiting).
-func (s *gsim) memberIdle(n *gnode) {
-	g := n.mem
-	m := g.m
-	if g.done || !n.alive {
-		return
-	}
-	if n.stopping {
-		s.memberStop(n)
-		return
-	}
-	now := n.clock.at(s.now)
-	m.publish(now)
-	select {
-	case <-g.notify: // publish notified: not when only Members.Versions changed (a renewal)
-		if cur := m.load(); s.tracing {
-			s.tracef("%s sees members %v (joined at %s)", n.name, cur.Identities, cur.JoinedAt.Format("15:04:05.000"))
-		}
-		s.notify(n)
-	default:
-	}
-	switch {
-	case len(g.events) > 0:
-		ev := g.events[0]
-		g.events = g.events[1:]
-		m.observe(now, ev)
-		s.memberTurn(n)
-		return
-	case g.woken:
-		g.woken = false
-		s.memberTurn(n)
-		return
-	}
-	g.timer++
-	gen := g.timer
-	s.at(n.clock.when(m.nextWake(now)), func() {
-		if g.timer == gen {
-			s.in(n, func() { s.memberTurn(n) })
-		}
-	})
-}
-
-// memberWake is membership.setMember's wake: the run loop turns now, or
-// after the request under way.
-func (s *gsim) memberWake(n *gnode) {
-	if n.mem.busy {
-		n.mem.woken = true
-		return
-	}
-	n.mem.timer++
-	s.memberTurn(n)
-}
-
-// memberCall makes one request of the membership's run loop, which blocks
-// in it.
-func (s *gsim) memberCall(n *gnode, deadline time.Time, do func() (*coordinationv1.Lease, error), answer func(*coordinationv1.Lease, error)) {
-	g := n.mem
-	g.busy = true
-	g.timer++
-	g.cancel = s.request(n, deadline, do, func(l *coordinationv1.Lease, err error) {
-		g.busy, g.cancel = false, nil
-		answer(l, err)
-	})
-}
-
-// memberUpkeep is members.go's upkeep: create the member Lease (on
-// AlreadyExists, read and update it) or renew it, within one timeout, with
-// declined as its DeclinedAnnotation; a write that succeeded is remembered
-// with the local time before the first request was sent (membership.wrote,
-// which sentAt, the electors' Witnessed, reads).
-func (s *gsim) memberUpkeep(n *gnode, declined string, then func()) {
-	m := n.mem.m
-	start := n.clock.at(s.now)
-	deadline := start.Add(m.timeout)
-	done := func(l *coordinationv1.Lease, err error) {
-		if err != nil {
-			s.tracef("%s: member Lease write failed: %v", n.name, firstLine(err.Error()))
-			if m.own != nil && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
-				m.own = nil
-			}
-			m.renewAt = start.Add(m.timeout)
-		} else {
-			m.own, m.written = l, declined
-			m.wrote(l.ResourceVersion, start)
-			m.renewAt = start.Add(m.ttl / 3)
-			m.observe(n.clock.at(s.now), memberEvent{lease: l})
-		}
-		then()
-	}
-	// sent tells the checker when, in real time, the request that made a
-	// version left.
-	sent := func(l *coordinationv1.Lease, err error, at time.Duration) (*coordinationv1.Lease, error) {
-		if err == nil {
-			s.check.memberSent(l.ResourceVersion, at)
-		}
-		return l, err
-	}
-	update := func(base *coordinationv1.Lease) {
-		body, at := m.record(start, base, declined), s.now
-		s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) {
-			l, err := s.store.update(n.name, body)
-			return sent(l, err, at)
-		}, done)
-	}
-	if m.own != nil {
-		update(m.own)
-		return
-	}
-	body, at := m.record(start, nil, declined), s.now
-	s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) {
-		l, err := s.store.create(n.name, body)
-		return sent(l, err, at)
-	}, func(l *coordinationv1.Lease, err error) {
-		if !apierrors.IsAlreadyExists(err) {
-			done(l, err)
-			return
-		}
-		s.memberCall(n, deadline, func() (*coordinationv1.Lease, error) { return s.store.get(m.name) }, func(got *coordinationv1.Lease, err error) {
-			if err != nil {
-				done(nil, err)
-				return
-			}
-			update(got)
-		})
-	})
-}
-
-// memberLeave is members.go's leave: delete the member Lease with its
-// UID as precondition, within a timeout of its own.
-func (s *gsim) memberLeave(n *gnode, then func()) {
-	m := n.mem.m
-	if m.own == nil {
-		then()
-		return
-	}
-	uid := m.own.UID
-	s.memberCall(n, n.clock.at(s.now).Add(m.timeout), func() (*coordinationv1.Lease, error) {
-		return nil, s.store.remove(n.name, m.name, uid)
-	}, func(_ *coordinationv1.Lease, err error) {
-		s.tracef("%s leaves the membership (%v)", n.name, err)
-		m.own = nil
-		delete(m.records, m.name)
-		then()
-	})
-	n.mem.cancel = nil // leave's context is its own: a stop waits for it
-}
-
-// memberStop is the end of members.go's run and what group.Run does with
-// it: the watch stops, and the member Lease is deleted while every election
-// stops (handing its Lease to its heir with handover).
-func (s *gsim) memberStop(n *gnode) {
-	g := n.mem
-	g.watch.gen++
-	g.watch.open = false
-	heirs := s.heirs(n)
-	for i, e := range n.els {
-		s.step(n, e, decide.Stop{To: heirs[i].Identity, Witness: heirs[i].Witness}) // elect's driver.run
-	}
-	s.memberLeave(n, func() { g.done = true })
-}
-
-// heirs is, with handover, whom n hands each Lease to as it leaves
-// (group.successorFor, in a balanced group: Heirs), each with its witness,
-// the version of its member Lease in n's view (heir); a zero Heir for each
-// without.
-func (s *gsim) heirs(n *gnode) []elect.Heir {
-	heirs := make([]elect.Heir, len(n.els))
-	if !s.p.handover {
-		return heirs
-	}
-	members := n.mem.m.load()
-	var to []string
-	if s.p.greedy {
-		to = make([]string, len(n.els))
-		for i := range to {
-			to[i] = Successor(n.name, s.leases[i], members)
-		}
-	} else {
-		to = Heirs(n.name, n.clock.at(s.now), members, s.states(n))
-	}
-	for i := range heirs {
-		heirs[i] = heir(members, to[i])
-	}
-	return heirs
-}
-
-// states is what the plan needs of n's elections now (leaseStateOf, of
-// the snapshots elect's driver.publish makes of the reports).
-func (s *gsim) states(n *gnode) []LeaseState {
-	states := make([]LeaseState, len(n.els))
-	for i, e := range n.els {
-		r := e.report
-		states[i] = LeaseState{Name: s.leases[i], Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt, ReservedFor: r.ReservedFor, HandedOver: r.HandedOver}
-	}
-	return states
-}
-
-// notify is an elector's or the membership's notify: a turn of loop.go's
-// run loop follows.
-func (s *gsim) notify(n *gnode) {
-	if n.loopDue {
-		return
-	}
-	n.loopDue = true
-	s.at(s.now, func() {
-		s.in(n, func() {
-			n.loopDue = false
-			s.plan(n)
-		})
-	})
-}
-
-// plan is loop.go's plan: the candidacy Balanced wants, asked of each
-// elector whose last request differs, or that leads a Lease it is not to
-// have (handed to it while withdrawn: withdrawn again), and that has no
-// call under way; then the loop sleeps until Balanced's wake at the latest.
-func (s *gsim) plan(n *gnode) {
-	if !n.alive || n.stopping || n.observer {
-		return // an observer's loop asks nothing of its electors
-	}
-	now := n.clock.at(s.now)
-	wake := now.Add(s.p.timing.LeaseDuration)
-	want := make([]bool, len(s.leases))
-	ok := true
-	var heirs []elect.Heir
-	switch {
-	case n.fit && s.p.greedy:
-		for i := range want {
-			want[i] = true
-		}
-	case n.fit:
-		var next time.Time
-		states := s.states(n)
-		if HandedTo(n.name, states) {
-			n.handedAt = now
-		}
-		members := n.mem.m.load()
-		if want, next, ok = Balanced(n.name, now, members, states, s.cfg.settleTime(), n.handedAt); ok && next.Before(wake) {
-			wake = next
-		}
-		if ok {
-			s.check.plan(n, now, members, states, want)
-		}
-	default:
-		heirs = s.heirs(n) // leaving the group: hand over, as on shutdown
-	}
-	leave := !n.fit
-	for i, w := range want {
-		handedUnwanted := !w && n.els[i].report.Leading
-		if !ok || (w == n.requested[i] && leave == n.left[i] && !handedUnwanted) || n.inflight[i] {
-			continue
-		}
-		if w == n.requested[i] && leave == n.left[i] {
-			s.rewithdrawn++
-		}
-		n.requested[i], n.left[i], n.inflight[i] = w, leave, true
-		n.calls++
-		e, id := n.els[i], n.calls
-		e.call = id
-		var to elect.Heir
-		if heirs != nil {
-			to = heirs[i]
-		}
-		s.tracef("%s's plan: candidate for %s: %v (to %q, witness %q)", n.name, s.leases[i], w, to.Identity, to.Witness)
-		s.at(s.now+s.goroutine(), func() {
-			s.in(n, func() {
-				s.step(n, e, decide.SetCandidate{ID: id, Candidate: w, Reason: "plan", To: to.Identity, Witness: to.Witness, RefuseHandovers: leave})
-			})
-		})
-	}
-	n.loopGen++
-	gen := n.loopGen
-	s.at(n.clock.when(wake), func() {
-		if n.loopGen == gen {
-			s.in(n, func() { s.plan(n) })
-		}
-	})
-}
-
-// live lists the nodes running and not stopping, observers included.
-func (s *gsim) live() []*gnode {
-	var live []*gnode
-	for _, n := range s.nodes {
-		if n.alive && !n.stopping {
-			live = append(live, n)
-		}
-	}
-	return live
-}
-
-// fault injects one fault, drawn among those the history allows.
-func (s *gsim) fault() {
-	p := s.p
-	live := s.live()
-	if len(live) == 0 {
-		return
-	}
-	n := live[s.rng.IntN(len(live))]
-	members := 0
-	for _, m := range live {
-		if !m.observer {
-			members++
-		}
-	}
-	ld := p.timing.LeaseDuration
-	upTo := func(d time.Duration) time.Duration { return time.Duration(s.rng.Float64() * float64(d)) }
-	// replace starts a new process for one that ended, unless (a
-	// scale-down) others remain: a member for a member (always for the
-	// last one), an observer for an observer.
-	replace := func() {
-		switch {
-		case n.observer:
-			if s.rng.IntN(4) != 0 {
-				s.startObserver(s.now + upTo(ld))
-			}
-		case members == 1 || s.rng.IntN(4) != 0:
-			s.start(s.now + upTo(ld))
-		}
-	}
-	switch k := s.rng.IntN(11); {
-	case k == 0 && p.handEdits:
-		s.handEdit()
-	case k == 1 && p.pauses:
-		n.pausedUntil = max(n.pausedUntil, s.now+upTo(2*ld))
-		s.tracef("%s pauses until %.4fs", n.name, n.pausedUntil.Seconds())
-		s.check.disturbed(n.pausedUntil)
-	case k == 2 && p.splits:
-		n.cutOffUntil = max(n.cutOffUntil, s.now+upTo(2*ld))
-		heal := n.cutOffUntil
-		s.tracef("%s is cut off until %.4fs", n.name, heal.Seconds())
-		s.check.disturbed(heal)
-		s.at(heal, func() {
-			if n.cutOffUntil == heal && n.alive {
-				for _, e := range n.els {
-					s.breakLeaseWatch(n, e, "partition healed")
-				}
-				s.breakMemberWatch(n, "partition healed")
-			}
-		})
-	case k == 3 && p.crashes:
-		n.alive = false
-		s.tracef("%s crashes", n.name)
-		s.check.crashed(n)
-		replace()
-	case k == 4:
-		n.stopping = true
-		s.tracef("%s is told to stop", n.name)
-		s.check.disturbed(s.now)
-		s.in(n, func() {
-			if n.observer { // group.Run: the loop returns, every elector stops
-				for _, e := range n.els {
-					s.step(n, e, decide.Stop{})
-				}
-				return
-			}
-			if g := n.mem; g.cancel != nil && !g.done {
-				g.cancel() // the upkeep's context ends: it fails at once
-				g.busy, g.cancel = false, nil
-				s.memberIdle(n)
-			} else {
-				s.memberTurn(n)
-			}
-		})
-		replace()
-	case k == 5 && members < 6:
-		s.start(s.now)
-	case k == 6 && n.fit:
-		n.fit = false
-		back := s.now + upTo(2*ld)
-		s.tracef("%s's app is unhealthy: it leaves the membership until %.4fs", n.name, back.Seconds())
-		s.check.disturbed(back)
-		s.in(n, func() { s.memberWake(n); s.notify(n) })
-		s.at(back, func() {
-			n.fit = true
-			s.tracef("%s's app is healthy again", n.name)
-			s.in(n, func() { s.memberWake(n); s.notify(n) })
-		})
-	case k == 7:
-		e := n.els[s.rng.IntN(len(n.els))]
-		s.breakLeaseWatch(n, e, "stream closed by the server")
-		s.check.disturbed(s.now)
-	case k == 8:
-		s.breakMemberWatch(n, "stream closed by the server")
-	case k == 9:
-		s.store.rev += 1 + s.rng.Int64N(50)
-	case k == 10 && p.declines:
-		i := s.x.IntN(len(s.leases))
-		if held := s.held(n); len(held) > 0 && s.x.IntN(4) != 0 {
-			i = held[s.x.IntN(len(held))]
-		}
-		s.decline(n, i, time.Duration((0.5+2.5*s.x.Float64())*float64(ld)))
-	}
-}
-
-// handEdit changes a group Lease, or deletes a member Lease, as an admin
-// would: without a precondition.
-func (s *gsim) handEdit() {
-	s.edits++
-	s.check.disturbed(s.now)
-	name := s.leases[s.rng.IntN(len(s.leases))]
-	var what string
-	switch s.rng.IntN(6) {
-	case 0:
-		what = "deletes"
-		s.store.remove("admin", name, "")
-	case 1:
-		what = "empties the holder of"
-		s.store.edit(name, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = new("") })
-	case 2:
-		what = "sets leaseDurationSeconds to 1 on"
-		s.store.edit(name, func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = new(int32(1)) })
-	case 3:
-		what = "gives to a stranger"
-		s.store.edit(name, func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = new(fmt.Sprintf("admin-%d", s.edits)) })
-	case 4:
-		what = "annotates"
-		s.store.edit(name, func(l *coordinationv1.Lease) {
-			l.Annotations = map[string]string{"example.com/note": fmt.Sprint(s.edits), fence.Annotation: l.Annotations[fence.Annotation]}
-		})
-	case 5:
-		members, _ := s.store.list(MemberLabel, gsimGroup)
-		if len(members) == 0 {
-			return
-		}
-		name = members[s.rng.IntN(len(members))].Name
-		what = "deletes the member Lease"
-		s.store.remove("admin", name, "")
-	}
-	s.tracef("admin %s %s (rev %d)", what, name, s.store.rev)
 }
 
 func gsimInput(in decide.Input) string {

@@ -96,7 +96,7 @@ func TestHandOverToAChosenSuccessor(t *testing.T) {
 		t.Fatal("a no longer leads after refused handovers")
 	}
 
-	token := a.Snapshot().Leases[0].Token
+	token := a.leases()[0].Token
 	asked := time.Now()
 	if released, err := a.Elections()[0].HandOver(t.Context(), time.Minute, "c"); err != nil || !released {
 		t.Fatalf("HandOver to c: released %v, %v", released, err)
@@ -107,7 +107,7 @@ func TestHandOverToAChosenSuccessor(t *testing.T) {
 	if took >= renewDeadline {
 		t.Errorf("c leads %v after the handover: not before the others' wait (renewDeadline %v) ended, so it was not handed to c", took, renewDeadline)
 	}
-	if got := c.Snapshot().Leases[0].Token; got <= token {
+	if got := c.leases()[0].Token; got <= token {
 		t.Errorf("c's token %d, not above a's %d", got, token)
 	}
 }
@@ -206,7 +206,7 @@ func TestBalancedLeaverHandsOverInOneWrite(t *testing.T) {
 	b, c := f.start("b", leases, withHandover), f.start("c", leases, withHandover)
 	waitHeld(t, []*member{a, b, c}, []int{2, 2, 2})
 	var leaving []string
-	for _, s := range a.Snapshot().Leases {
+	for _, s := range a.leases() {
 		if s.Leading {
 			leaving = append(leaving, s.Lease)
 		}
@@ -244,7 +244,7 @@ func TestBalancedLeaverHandsOverInOneWrite(t *testing.T) {
 			continue
 		}
 		for _, m := range rest {
-			for _, s := range m.Snapshot().Leases {
+			for _, s := range m.leases() {
 				if s.Lease == name && m.id == heir && s.Token.String() != l.ResourceVersion {
 					t.Errorf("%s: heir %s leads with token %d; want the handover's resourceVersion %s (no write of its own first)", name, heir, s.Token, l.ResourceVersion)
 				}

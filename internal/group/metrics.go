@@ -4,8 +4,9 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // metrics are the group's own series; each election's carry a lease label.
 type metrics struct {
-	members prometheus.Gauge
-	moves   *prometheus.CounterVec
+	members   prometheus.Gauge
+	moves     *prometheus.CounterVec
+	collected prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -18,11 +19,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "leasehold_lease_moves_total",
 			Help: "Leases of the group this instance started holding (direction=in) or stopped holding (direction=out).",
 		}, []string{"direction"}),
+		collected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "leasehold_member_leases_collected_total",
+			Help: "Member Leases of departed members (crashed, killed, their node lost) this instance deleted once they had stayed unchanged for three lease durations.",
+		}),
 	}
 	m.moves.WithLabelValues("in")
 	m.moves.WithLabelValues("out")
 	if reg != nil {
-		reg.MustRegister(m.members, m.moves)
+		reg.MustRegister(m.members, m.moves, m.collected)
 	}
 	return m
 }

@@ -1,24 +1,24 @@
-package group
+package member
 
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
-
-	"github.com/leasehold/leasehold/internal/elect"
 )
 
-// View is what the planner knows at one moment: who the live members are,
-// and who validly holds each Lease, as this instance judges both.
+// View is what the planner knows of one class of Leases at one moment:
+// the live members that serve every Lease of it, and who validly holds
+// each, as this instance judges both.
 type View struct {
 	// Self is this instance's identity.
 	Self string
 	// Members are the live members' identities, this instance's own
 	// included while it is a member. Order does not matter.
 	Members []string
-	// Holders are the valid holders of the group's Leases, in configured
-	// order: "" for a Lease that is free, missing, or whose holder's claim
-	// has ended.
+	// Holders are the valid holders of the Leases, in the class's order:
+	// "" for a Lease that is free, missing, or whose holder's claim has
+	// ended.
 	Holders []string
 	// Declined marks, per member, the Leases it stays out of for now (after
 	// POST /v1/leases/{lease}/release?for=D). Nil when none.
@@ -26,7 +26,7 @@ type View struct {
 }
 
 // Assign is the fair share: the member that should hold each Lease, in
-// configured order ("" when there is no member). With M members and L
+// the view's order ("" when there is no member). With M members and L
 // Leases every member is given ⌊L/M⌋ or ⌈L/M⌉ Leases, and as few Leases as
 // possible change hands:
 //
@@ -36,10 +36,10 @@ type View struct {
 //     Lease up, and while members take free Leases the extra places stay
 //     where they are (who holds ⌊L/M⌋ or fewer does not matter).
 //   - Each member keeps the Leases it holds, up to its quota (the first in
-//     configured order).
+//     order).
 //   - Every other Lease (free, held by a non-member, or above its holder's
-//     quota) goes to the members below their quota, in configured order of
-//     the Leases and identity order of the members.
+//     quota) goes to the members below their quota, in order of the Leases
+//     and identity order of the members.
 //
 // The moves are then exactly the Leases above their holders' quotas plus
 // those held by nobody or by non-members: the least any fair assignment
@@ -130,7 +130,7 @@ func Assign(v View) []string {
 	return assigned
 }
 
-// Candidacy says, per Lease in configured order, whether this instance
+// Candidacy says, per Lease in the view's order, whether this instance
 // campaigns for it: for the Leases Assign gives it. While membership is
 // not settled (a member joined less than the settle time ago: others may
 // still be joining; or a Lease was handed to this instance: its leaver may
@@ -192,18 +192,117 @@ func (s LeaseState) validHolder(self string, now time.Time) string {
 	return ""
 }
 
+// class is a set of this instance's Leases that the same live members
+// serve, by index into its Leases, in natural order of their names
+// (compareNames): every member of the class serves, and so observes,
+// every Lease of it, and orders them alike whatever its configured order,
+// so members that see the same group agree on the class's assignment.
+// The classes of a view are computed once per view (Machine.publish).
+type class struct {
+	members []string
+	leases  []int
+}
+
+// naturalOrder is the indices of names in natural order (compareNames).
+func naturalOrder(names []string) []int {
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return compareNames(names[a], names[b]) })
+	return order
+}
+
+// classesOf partitions names (whose natural order is natural) by the live
+// members that serve each (Members.Serving): a Lease is only ever given to
+// a member that runs its election. With every member serving the same list
+// there is one class, the whole group.
+func classesOf(members *Members, names []string, natural []int) []class {
+	var out []class
+	index := map[string]int{}
+	for _, i := range natural {
+		servers := members.Serving(names[i])
+		key := strings.Join(servers, "\x00")
+		c, ok := index[key]
+		if !ok {
+			c = len(out)
+			index[key] = c
+			out = append(out, class{members: servers})
+		}
+		out[c].leases = append(out[c].leases, i)
+	}
+	return out
+}
+
+// classes is classesOf the names of leases.
+func classes(members *Members, leases []LeaseState) []class {
+	names := make([]string, len(leases))
+	for i, s := range leases {
+		names[i] = s.Name
+	}
+	return classesOf(members, names, naturalOrder(names))
+}
+
+// viewOf is the View of class c that self plans on at now, over holders
+// (validHolder of each Lease); without lists the members of c but self.
+func viewOf(self string, members *Members, leases []LeaseState, holders []string, c class, without bool) View {
+	v := View{Self: self, Members: c.members, Holders: make([]string, len(c.leases))}
+	if without {
+		v.Members = slices.DeleteFunc(slices.Clone(v.Members), func(id string) bool { return id == self })
+	}
+	for j, i := range c.leases {
+		v.Holders[j] = holders[i]
+	}
+	for member, names := range members.Declined {
+		if !slices.Contains(v.Members, member) {
+			continue
+		}
+		d := make([]bool, len(c.leases))
+		for j, i := range c.leases {
+			d[j] = slices.Contains(names, leases[i].Name)
+		}
+		if v.Declined == nil {
+			v.Declined = map[string][]bool{}
+		}
+		v.Declined[member] = d
+	}
+	return v
+}
+
+// holdersOf is validHolder of each Lease at now; ok is false while a
+// Lease has not been observed yet.
+func holdersOf(self string, now time.Time, leases []LeaseState) (holders []string, ok bool) {
+	holders = make([]string, len(leases))
+	for i, s := range leases {
+		if !s.Observed {
+			return nil, false
+		}
+		holders[i] = s.validHolder(self, now)
+	}
+	return holders, true
+}
+
 // Balanced is a balancing member's plan at now: the candidacy it wants for
-// each Lease (Candidacy, with membership settled once settle has passed
-// since a member last joined and since a Lease was last handed to this
-// instance, handedAt: see HandedTo), and when to plan again at the latest
-// (a holder's claim ends, or membership settles). ok is false while it is
-// too early to judge (the member Leases not yet listed, or a Lease not yet
-// observed): change nothing then.
+// each Lease (Candidacy per class of Leases the same members serve, with
+// membership settled once settle has passed since a member last joined
+// and since a Lease was last handed to this instance, handedAt: see
+// HandedTo), and when to plan again at the latest (a holder's claim ends,
+// or membership settles). ok is false while it is too early to judge (the
+// member Leases not yet listed, or a Lease not yet observed): change
+// nothing then.
 func Balanced(self string, now time.Time, members *Members, leases []LeaseState, settle time.Duration, handedAt time.Time) (want []bool, wake time.Time, ok bool) {
+	if members == nil {
+		return nil, time.Time{}, false
+	}
+	return balanced(self, now, members, classes(members, leases), leases, settle, handedAt)
+}
+
+// balanced is Balanced with the classes of leases among members given.
+func balanced(self string, now time.Time, members *Members, cs []class, leases []LeaseState, settle time.Duration, handedAt time.Time) (want []bool, wake time.Time, ok bool) {
 	if members == nil || !members.Listed {
 		return nil, time.Time{}, false
 	}
-	view, ok := viewOf(self, now, members, leases)
+	holders, ok := holdersOf(self, now, leases)
 	if !ok {
 		return nil, time.Time{}, false
 	}
@@ -222,7 +321,13 @@ func Balanced(self string, now time.Time, members *Members, leases []LeaseState,
 	if !settled && settledAt.Before(wake) {
 		wake = settledAt
 	}
-	return Candidacy(view, settled), wake, true
+	want = make([]bool, len(leases))
+	for _, c := range cs {
+		for j, w := range Candidacy(viewOf(self, members, leases, holders, c, false), settled) {
+			want[c.leases[j]] = w
+		}
+	}
+	return want, wake, true
 }
 
 // HandedTo reports whether a Lease is handed to self now (reserved for it,
@@ -231,10 +336,11 @@ func Balanced(self string, now time.Time, members *Members, leases []LeaseState,
 // shutdown or a health step-down; a POST /v1/leases/{lease}/release?to=
 // keeps it a member), and its member Lease's deletion may reach self after
 // the Lease does: until then self counts the leaver as a member, and
-// taking the Lease puts self above its share among all of them. A planner that has been handed a Lease treats
-// membership as unsettled for the settle time (Balanced's handedAt), so
-// that it does not give up a Lease it holds in the meantime: each of the
-// leaver's Leases moves once, straight to where it stays.
+// taking the Lease puts self above its share among all of them. A planner
+// that has been handed a Lease treats membership as unsettled for the
+// settle time (Balanced's handedAt), so that it does not give up a Lease
+// it holds in the meantime: each of the leaver's Leases moves once,
+// straight to where it stays.
 func HandedTo(self string, leases []LeaseState) bool {
 	for _, s := range leases {
 		if s.ReservedFor == self || (s.HandedOver && s.Holder == self) {
@@ -242,32 +348,4 @@ func HandedTo(self string, leases []LeaseState) bool {
 		}
 	}
 	return false
-}
-
-// viewOf is the View self plans on at now; ok is false while a Lease has
-// not been observed yet.
-func viewOf(self string, now time.Time, members *Members, leases []LeaseState) (v View, ok bool) {
-	view := View{Self: self, Members: members.Identities, Holders: make([]string, len(leases))}
-	if len(members.Declined) > 0 {
-		view.Declined = map[string][]bool{}
-		for member, names := range members.Declined {
-			d := make([]bool, len(leases))
-			for i := range leases {
-				d[i] = slices.Contains(names, leases[i].Name)
-			}
-			view.Declined[member] = d
-		}
-	}
-	for i, s := range leases {
-		if !s.Observed {
-			return View{}, false
-		}
-		view.Holders[i] = s.validHolder(self, now)
-	}
-	return view, true
-}
-
-// leaseStateOf is what the plan needs of an election's snapshot.
-func leaseStateOf(s *elect.Snapshot) LeaseState {
-	return LeaseState{Name: s.Lease, Observed: s.Observed, Leading: s.Leading, Holder: s.Holder, FreeAt: s.FreeAt, ReservedFor: s.ReservedFor, HandedOver: s.HandedOver}
 }

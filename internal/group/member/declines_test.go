@@ -1,4 +1,4 @@
-package group
+package member
 
 import (
 	"testing"
@@ -10,10 +10,8 @@ import (
 
 func TestDeclinesAnnotation(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
-	d := &declines{}
-	d.set("orders-1", at)
-	d.set("orders-2", at.Add(-time.Second))
-	current := d.current(at.Add(-time.Millisecond))
+	m := &Machine{declines: map[string]time.Time{"orders-1": at, "orders-2": at.Add(-time.Second)}}
+	current := m.currentDeclines(at.Add(-time.Millisecond))
 	if len(current) != 1 || !current["orders-1"].Equal(at) {
 		t.Fatalf("current = %v, want only orders-1", current)
 	}
@@ -30,7 +28,7 @@ func TestDeclinesAnnotation(t *testing.T) {
 			t.Errorf("decodeDeclines(%q) = %v, want nothing declined", bad, got)
 		}
 	}
-	if encodeDeclines(nil) != "" || len(d.current(at)) != 0 {
+	if encodeDeclines(nil) != "" || len(m.currentDeclines(at)) != 0 {
 		t.Error("ended stay-outs are still declined")
 	}
 }

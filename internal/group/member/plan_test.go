@@ -1,7 +1,8 @@
-package group
+package member
 
 import (
 	"fmt"
+	"github.com/leasehold/leasehold/internal/testing/fairshare"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -26,6 +27,28 @@ func moves(holders, assigned []string) int {
 		}
 	}
 	return n
+}
+
+// servingAll makes every member of m serve every Lease of leases, as
+// members running one Lease list do.
+func servingAll(m *Members, leases []LeaseState) *Members {
+	names := Served{}
+	for _, l := range leases {
+		names[l.Name] = true
+	}
+	m.Serves = map[string]Served{}
+	for _, id := range m.Identities {
+		m.Serves[id] = names
+	}
+	return m
+}
+
+// named names the Leases orders-0 … in order.
+func named(leases []LeaseState) []LeaseState {
+	for i := range leases {
+		leases[i].Name = fmt.Sprintf("orders-%d", i)
+	}
+	return leases
 }
 
 func counts(assigned []string) map[string]int {
@@ -161,48 +184,13 @@ func TestAssignProperties(t *testing.T) {
 		if c[""] != 0 {
 			t.Fatalf("trial %d: unassigned Leases with members: %v", trial, assigned)
 		}
-		if got, least := moves(hs, assigned), fewestMoves(members, hs); got != least {
+		if got, least := moves(hs, assigned), fairshare.FewestMoves(members, hs); got != least {
 			t.Fatalf("trial %d: %d moves, the fewest possible is %d (holders %v, assigned %v)", trial, got, least, hs, assigned)
 		}
 		if again := Assign(View{Members: members, Holders: assigned}); !slices.Equal(again, assigned) {
 			t.Fatalf("trial %d: not a fixed point: %v then %v", trial, assigned, again)
 		}
 	}
-}
-
-// fewestMoves is the least number of Leases any fair assignment moves:
-// every Lease not held by a member, plus, per member, what it holds above
-// the largest quota it can get (⌈L/M⌉ for at most L mod M members, which
-// the members holding the most take).
-func fewestMoves(members, hs []string) int {
-	held := map[string]int{}
-	isMember := map[string]bool{}
-	for _, m := range members {
-		isMember[m] = true
-	}
-	n := 0
-	for _, h := range hs {
-		if isMember[h] {
-			held[h]++
-		} else {
-			n++
-		}
-	}
-	counts := make([]int, 0, len(members))
-	for _, m := range members {
-		counts = append(counts, held[m])
-	}
-	slices.Sort(counts)
-	slices.Reverse(counts)
-	base, extra := len(hs)/len(members), len(hs)%len(members)
-	for i, c := range counts {
-		q := base
-		if i < extra {
-			q++
-		}
-		n += max(0, c-q)
-	}
-	return n
 }
 
 func TestCandidacy(t *testing.T) {
@@ -268,6 +256,8 @@ func TestBalancedOwnRecordBeforeTheAnswer(t *testing.T) {
 		{Observed: true, Holder: "m3"}, // m3's acquire landed; its answer is still on the way
 		held("m4"), free, free,
 	}
+	leases = named(leases)
+	servingAll(members, leases)
 	want, _, ok := Balanced("m3", now, members, leases, time.Second, time.Time{})
 	if !ok || !want[4] {
 		t.Fatalf("Balanced = %v (ok %v): m3 gives up orders-4, which its own record names", want, ok)
@@ -325,6 +315,8 @@ func TestBalancedHandedALeaseKeepsWhatItHolds(t *testing.T) {
 	// b holds orders-0 (handed by a), 2 and 3; a still holds orders-1; c 4 and 5.
 	leases := []LeaseState{{Observed: true, Leading: true, Holder: "b"}, held("a"),
 		{Observed: true, Leading: true, Holder: "b"}, {Observed: true, Leading: true, Holder: "b"}, held("c"), held("c")}
+	leases = named(leases)
+	servingAll(members, leases)
 
 	unsettled, _, ok := Balanced("b", now, members, leases, time.Second, now.Add(-500*time.Millisecond))
 	if !ok || !unsettled[0] || !unsettled[2] || !unsettled[3] {
@@ -355,7 +347,7 @@ func TestSuccessorSkipsMembersThatDeclineTheLease(t *testing.T) {
 	members := &Members{
 		Identities: []string{"a", "b", "c", "d"},
 		Listed:     true,
-		Info: map[string]MemberInfo{
+		Info: map[string]Info{
 			"a": {Priority: 9, StartedAt: start},
 			"b": {Priority: 5, StartedAt: start},
 			"c": {Priority: 5, StartedAt: start.Add(time.Minute)},
@@ -363,6 +355,7 @@ func TestSuccessorSkipsMembersThatDeclineTheLease(t *testing.T) {
 		},
 		Declined: map[string][]string{"c": {"orders-1"}, "b": {"orders-1", "orders-2"}},
 	}
+	servingAll(members, named(make([]LeaseState, 3)))
 	cases := []struct {
 		self, lease, want string
 	}{
@@ -377,7 +370,7 @@ func TestSuccessorSkipsMembersThatDeclineTheLease(t *testing.T) {
 			t.Errorf("Successor(%q, %q) = %q; want %q", c.self, c.lease, got, c.want)
 		}
 	}
-	alone := &Members{Identities: []string{"a", "b"}, Listed: true, Declined: map[string][]string{"b": {"orders-0"}}}
+	alone := servingAll(&Members{Identities: []string{"a", "b"}, Listed: true, Declined: map[string][]string{"b": {"orders-0"}}}, named(make([]LeaseState, 1)))
 	if got := Successor("a", "orders-0", alone); got != "" {
 		t.Errorf("Successor when every other member declines = %q; want none", got)
 	}

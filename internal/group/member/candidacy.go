@@ -1,0 +1,78 @@
+package member
+
+import "time"
+
+// plan asks each election for the candidacy the plan wants, one Call at a
+// time per election (Output.Calls), and sets the plan's own wake: while a
+// member, balanced (Balanced) or greedy (every Lease); while not (unfit),
+// none, leaving each election with its Lease handed to its heir when
+// Handover is set. A Lease handed to this member while it was withdrawn
+// from it (decide.Config.AcceptHandovers) and not wanted is withdrawn
+// again. A stopping member asks nothing: its elections stop.
+func (m *Machine) plan(now time.Time) {
+	m.planWake = time.Time{}
+	if m.stopping {
+		return
+	}
+	want := make([]bool, len(m.cfg.Leases))
+	switch {
+	case !m.fit:
+	case !m.cfg.Balance:
+		for i := range want {
+			want[i] = true
+		}
+	default:
+		if HandedTo(m.cfg.Identity, m.states) {
+			m.handedAt = now
+		}
+		var ok bool
+		if want, m.planWake, ok = balanced(m.cfg.Identity, now, m.members, m.classes, m.states, m.cfg.Settle, m.handedAt); !ok {
+			m.planWake = time.Time{}
+			return // too early to judge: change nothing
+		}
+	}
+	leave := !m.fit
+	var heirs []Heir
+	for i, w := range want {
+		handedUnwanted := !w && m.states[i].Leading
+		if (w == m.requested[i] && leave == m.left[i] && !handedUnwanted) || m.inflight[i] {
+			continue
+		}
+		m.requested[i], m.left[i], m.inflight[i] = w, leave, true
+		call := Call{Lease: i, Candidate: w, Leave: leave, Reason: "this Lease is in this member's share"}
+		switch {
+		case leave:
+			call.Reason = "not a member"
+			if m.cfg.Handover && heirs == nil {
+				heirs = m.heirs(now) // leaving the group: hand over, as on shutdown
+			}
+			if heirs != nil {
+				call.To = heirs[i]
+			}
+		case !w:
+			call.Reason = "this Lease is not in this member's share"
+		}
+		m.out.Calls = append(m.out.Calls, call)
+	}
+}
+
+// heirs are whom this member hands each Lease to when it leaves, as its
+// view says at now (a zero Heir: to anyone): in a balanced group, the heir
+// the fair share among the others gives it (Heirs); otherwise the best
+// Successor among the members that serve it and do not decline it. Each
+// witness is that member's member Lease as observed.
+func (m *Machine) heirs(now time.Time) []Heir {
+	out := make([]Heir, len(m.cfg.Leases))
+	var to []string
+	if m.cfg.Balance {
+		to = heirs(m.cfg.Identity, now, m.members, m.classes, m.states)
+	}
+	for i := range out {
+		if to != nil {
+			out[i] = heirOf(m.members, to[i])
+		} else {
+			out[i] = heirOf(m.members, Successor(m.cfg.Identity, m.cfg.Leases[i], m.members))
+		}
+	}
+	return out
+}

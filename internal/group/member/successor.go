@@ -1,0 +1,130 @@
+package member
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// Annotations a member writes on its member Lease for the choice of a
+// successor: its priority (an integer) and its process's start time (RFC
+// 3339, its own wall clock).
+const (
+	PriorityAnnotation  = "leasehold.io/priority"
+	StartedAtAnnotation = "leasehold.io/started-at"
+)
+
+// Info is what a member publishes on its member Lease for the choice of a
+// successor (Successor).
+type Info struct {
+	// Priority is the member's LEASEHOLD_PRIORITY (PriorityAnnotation); 0
+	// when absent or not an integer.
+	Priority int64
+	// StartedAt is when the member's process started, by its own wall
+	// clock (StartedAtAnnotation); zero when absent or malformed.
+	StartedAt time.Time
+}
+
+// infoOf reads a member Lease's Info defensively: a missing or malformed
+// annotation reads as its zero value.
+func infoOf(l *coordinationv1.Lease) Info {
+	var info Info
+	if p, err := strconv.ParseInt(l.Annotations[PriorityAnnotation], 10, 64); err == nil {
+		info.Priority = p
+	}
+	if t, err := time.Parse(time.RFC3339Nano, l.Annotations[StartedAtAnnotation]); err == nil {
+		info.StartedAt = t
+	}
+	return info
+}
+
+// Heir is the member a Lease is handed to, with the witness of a handover
+// in one write: the resourceVersion of its member Lease as observed (see
+// decide.HandedOverAnnotation). The zero Heir hands it to anyone.
+type Heir struct {
+	Identity string
+	Witness  string
+}
+
+// heirOf is to, with its member Lease's version in members as witness.
+func heirOf(members *Members, to string) Heir {
+	if to == "" || members == nil {
+		return Heir{Identity: to}
+	}
+	return Heir{Identity: to, Witness: members.Versions[to]}
+}
+
+// Successor is the member self hands the Lease named lease to when it
+// leaves (shutdown, or a health step-down, with handover to a successor):
+// of the live members other than self that serve that Lease and do not
+// decline it (Members.Declined: they stay out of it, and would leave it
+// reserved and unheld), the one with the highest priority, then the newest
+// start (so in a rolling update the newest pods, which the rollout keeps,
+// win over old ones it terminates next), then the smallest identity; ""
+// when there is none. Members that are shutting down have deleted their
+// member Leases and are not among the live ones.
+//
+// Start times come from each member's own clock: members started within a
+// clock offset of each other may be ordered either way. That costs at
+// most one more move, never safety: the successor takes the Lease through
+// its own election.
+func Successor(self, lease string, m *Members) string {
+	if m == nil {
+		return ""
+	}
+	var best string
+	for _, id := range m.Serving(lease) {
+		if id == self || slices.Contains(m.Declined[id], lease) {
+			continue
+		}
+		if best == "" || better(id, m.Info[id], best, m.Info[best]) {
+			best = id
+		}
+	}
+	return best
+}
+
+// better reports whether member a ranks before member b as a successor.
+func better(a string, ai Info, b string, bi Info) bool {
+	if c := cmp.Compare(ai.Priority, bi.Priority); c != 0 {
+		return c > 0
+	}
+	if c := ai.StartedAt.Compare(bi.StartedAt); c != 0 {
+		return c > 0
+	}
+	return a < b
+}
+
+// Heirs is, for a balanced group's member self that leaves, whom it hands
+// each Lease to: the member the fair share (Assign, per class of Leases
+// the same members serve) gives it to among the others, so each Lease
+// moves once and the group stays fair. "" for a Lease no one is given, and
+// for every Lease while it is too early to judge (the member Leases not
+// listed, a Lease not observed).
+func Heirs(self string, now time.Time, members *Members, leases []LeaseState) []string {
+	if members == nil {
+		return make([]string, len(leases))
+	}
+	return heirs(self, now, members, classes(members, leases), leases)
+}
+
+// heirs is Heirs with the classes of leases among members given.
+func heirs(self string, now time.Time, members *Members, cs []class, leases []LeaseState) []string {
+	heirs := make([]string, len(leases))
+	if members == nil || !members.Listed {
+		return heirs
+	}
+	holders, ok := holdersOf(self, now, leases)
+	if !ok {
+		return heirs
+	}
+	for _, c := range cs {
+		for j, to := range Assign(viewOf(self, members, leases, holders, c, true)) {
+			heirs[c.leases[j]] = to
+		}
+	}
+	return heirs
+}
