@@ -316,10 +316,13 @@ func TestWaitReturnsOnceLeading(t *testing.T) {
 // when it passes without leadership.
 func TestWaitTimesOut(t *testing.T) {
 	f := newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) {
-		d, err := time.ParseDuration(r.URL.Query().Get("wait"))
-		if err != nil {
-			reply(w, 400, `{"error":"invalid wait"}`)
-			return
+		var d time.Duration // no wait: answer at once, as the sidecar does
+		if q := r.URL.Query(); q.Has("wait") {
+			var err error
+			if d, err = time.ParseDuration(q.Get("wait")); err != nil {
+				reply(w, 400, `{"error":"invalid wait"}`)
+				return
+			}
 		}
 		select { // a blocking wait, as the sidecar's
 		case <-time.After(d):
@@ -342,6 +345,21 @@ func TestWaitTimesOut(t *testing.T) {
 	}
 	if len(reqs) > 5 {
 		t.Errorf("%d requests in 400ms: want blocking requests, not polling", len(reqs))
+	}
+}
+
+// wait asks at least once, however short its timeout: a leader exits 0
+// even when the timeout is spent before the first request is sent.
+func TestWaitAsksAtLeastOnce(t *testing.T) {
+	f := newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) {
+		reply(w, 200, leading)
+	})
+	r := invoke(t, nil, "wait", "--timeout", "1ns", "--addr", f.addr())
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("exit %d, stderr %q; want 0: it leads", r.code, r.stderr)
+	}
+	if reqs := f.recorded(); len(reqs) != 1 || reqs[0].URL.Query().Has("wait") {
+		t.Errorf("requests %v; want one, that does not block", reqs)
 	}
 }
 

@@ -72,7 +72,7 @@ again after a short backoff, until --timeout.
 }
 
 // waitLeader asks GET /v1/leader?wait= (or a Lease's of a group) until
-// this instance leads or timeout (0: none) has passed.
+// this instance leads or timeout (0: none) has passed, at least once.
 func waitLeader(e *env, sc *sidecarClient, timeout time.Duration, output string) int {
 	start := e.now()
 	remaining := func() time.Duration {
@@ -86,12 +86,14 @@ func waitLeader(e *env, sc *sidecarClient, timeout time.Duration, output string)
 		last    api.Status
 		backoff = minRetry
 	)
-	for {
+	for asked := false; ; asked = true {
 		left := remaining()
-		if left <= 0 {
+		if left <= 0 && asked {
 			break
 		}
-		wait := min(left, maxLeaderWait).Truncate(time.Millisecond)
+		// Asked at least once, even when the timeout is spent before the
+		// first request (a leader with --timeout 1ms exits 0).
+		wait := max(min(left, maxLeaderWait), 0).Truncate(time.Millisecond)
 		var st api.Status
 		err := call(e.ctx, wait+waitSlack, func(ctx context.Context) (err error) {
 			st, err = sc.Leader(ctx, wait)
