@@ -471,7 +471,7 @@ func (c *gchecker) unfair() string {
 		}
 	}
 	count := map[string]map[string]int{} // per class, per member
-	size := map[string]int{}              // Leases per class
+	size := map[string]int{}             // Leases per class
 	for i, lease := range c.s.leases {
 		if len(servers[i]) == 0 {
 			continue // no live member serves it: nobody can hold it

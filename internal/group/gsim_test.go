@@ -217,8 +217,9 @@ type gcore struct {
 	wakeAt    time.Duration
 	watch     gstream
 	stopped   bool
-	notifyDue bool                 // an elector notified: the loop will feed the elections' states
-	lastCall  map[int]member.Call  // the last Call made of each election, by local index
+	notifyDue bool                // an elector notified: the loop will feed the elections' states
+	lastCall  map[int]member.Call // the last Call made of each election, by local index
+	states    []member.LeaseState // reused for each Step (the Machine copies it)
 }
 
 // gelection is one Lease's election on a node: the Machine and what its
@@ -448,6 +449,7 @@ func (s *gsim) run() error {
 	}
 	return s.check.err
 }
+
 // judge judges convergence once the quiet tail has lasted the bound (a
 // disturbance late in the history, such as a restart, moves that), and
 // then lets the history run a while longer, to see that nothing moves.
@@ -1152,12 +1154,13 @@ func (s *gsim) memberRequest(n *gnode, req member.Request) {
 // states are n's elections' states, in its configured order (the group
 // driver's states of its snapshot).
 func (s *gsim) states(n *gnode) []member.LeaseState {
-	var out []member.LeaseState
-	for _, e := range n.elections() {
-		r := e.report
-		out = append(out, member.LeaseState{Name: s.leases[e.i], Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt,
+	out := n.core.states[:0]
+	for _, i := range n.served {
+		r := n.els[i].report
+		out = append(out, member.LeaseState{Name: s.leases[i], Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt,
 			ReservedFor: r.ReservedFor, HandedOver: r.HandedOver})
 	}
+	n.core.states = out
 	return out
 }
 

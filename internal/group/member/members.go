@@ -102,8 +102,8 @@ func (r record) liveAt(now time.Time) bool {
 
 // recordOf is member Lease l as observed at now by a member whose own TTL
 // is ttl, after prev (its last record, if any: an unchanged
-// ServesAnnotation is not decoded again). The record's TTL is the smaller of its leaseDurationSeconds and
-// ttl: every member of a group runs with the same timings, so a longer
+// ServesAnnotation is not decoded again). The record's TTL is the smaller
+// of its leaseDurationSeconds and ttl: every member of a group runs with the same timings, so a longer
 // duration is a hand edit or a leftover of another configuration, and a
 // member Lease that nobody renews stops counting one TTL after this
 // instance last saw it change, whatever it says.
@@ -117,10 +117,11 @@ func recordOf(now time.Time, l *coordinationv1.Lease, ttl time.Duration, prev re
 	}
 	r.ttl = min(r.ttl, ttl)
 	r.servesValue = l.Annotations[ServesAnnotation]
-	switch names, ok := DecodeServes(r.servesValue); {
-	case r.servesValue == prev.servesValue:
+	if r.servesValue == prev.servesValue {
 		r.serves = prev.serves
-	case ok:
+		return r
+	}
+	if names, ok := DecodeServes(r.servesValue); ok {
 		r.serves = make(Served, len(names))
 		for _, n := range names {
 			r.serves[n] = true
