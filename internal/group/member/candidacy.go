@@ -4,7 +4,7 @@ import "time"
 
 // plan asks each election for the candidacy the plan wants, one Call at a
 // time per election (Output.Calls), and sets the plan's own wake: while a
-// member, balanced (Balanced) or greedy (every Lease); while not (unfit),
+// member, balanced (balanced) or greedy (every Lease); while not (unfit),
 // none, leaving each election with its Lease handed to its heir when
 // Handover is set. A Lease handed to this member while it was withdrawn
 // from it (decide.Config.AcceptHandovers) and not wanted is withdrawn
@@ -58,7 +58,7 @@ func (m *Machine) plan(now time.Time) {
 
 // heirs are whom this member hands each Lease to when it leaves, as its
 // view says at now (a zero Heir: to anyone): in a balanced group, the heir
-// the fair share among the others gives it (Heirs); otherwise the best
+// the fair share among the others gives it (heirs); otherwise the best
 // Successor among the members that serve it and do not decline it. Each
 // witness is that member's member Lease as observed.
 func (m *Machine) heirs(now time.Time) []Heir {

@@ -21,12 +21,12 @@ type Config struct {
 	// The member Lease is renewed every third of it.
 	TTL time.Duration
 	// Settle is how long after a member joined the others wait before they
-	// give Leases up to rebalance (Balanced).
+	// give Leases up to rebalance (balanced).
 	Settle time.Duration
 	// RequestTimeout bounds each member Lease request (the driver's), and
 	// is the wait before a failed write is tried again.
 	RequestTimeout time.Duration
-	// Balance spreads the Leases fairly over the live members (Balanced);
+	// Balance spreads the Leases fairly over the live members (balanced);
 	// false campaigns for every Lease (greedy).
 	Balance bool
 	// Handover hands this member's Leases to a chosen member when it

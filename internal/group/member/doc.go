@@ -39,7 +39,7 @@
 // # Plan
 //
 // A Lease is only ever given to a live member that serves it: the Leases
-// are planned in classes of those the same members serve (Balanced), each
+// are planned in classes of those the same members serve (balanced), each
 // class shared fairly (Assign) in the natural order of its names, so that
 // members running different Lease lists under one group name (a rolling
 // update that changes the shards) agree on every Lease they share, and

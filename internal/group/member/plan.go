@@ -234,15 +234,6 @@ func classesOf(members *Members, names []string, natural []int) []class {
 	return out
 }
 
-// classes is classesOf the names of leases.
-func classes(members *Members, leases []LeaseState) []class {
-	names := make([]string, len(leases))
-	for i, s := range leases {
-		names[i] = s.Name
-	}
-	return classesOf(members, names, naturalOrder(names))
-}
-
 // viewOf is the View of class c that self plans on at now, over holders
 // (validHolder of each Lease); without lists the members of c but self.
 func viewOf(self string, members *Members, leases []LeaseState, holders []string, c class, without bool) View {
@@ -282,22 +273,14 @@ func holdersOf(self string, now time.Time, leases []LeaseState) (holders []strin
 	return holders, true
 }
 
-// Balanced is a balancing member's plan at now: the candidacy it wants for
-// each Lease (Candidacy per class of Leases the same members serve, with
-// membership settled once settle has passed since a member last joined
-// and since a Lease was last handed to this instance, handedAt: see
+// balanced is a balancing member's plan at now: the candidacy it wants for
+// each Lease (Candidacy per class cs of Leases the same members serve,
+// with membership settled once settle has passed since a member last
+// joined and since a Lease was last handed to this instance, handedAt: see
 // HandedTo), and when to plan again at the latest (a holder's claim ends,
 // or membership settles). ok is false while it is too early to judge (the
 // member Leases not yet listed, or a Lease not yet observed): change
 // nothing then.
-func Balanced(self string, now time.Time, members *Members, leases []LeaseState, settle time.Duration, handedAt time.Time) (want []bool, wake time.Time, ok bool) {
-	if members == nil {
-		return nil, time.Time{}, false
-	}
-	return balanced(self, now, members, classes(members, leases), leases, settle, handedAt)
-}
-
-// balanced is Balanced with the classes of leases among members given.
 func balanced(self string, now time.Time, members *Members, cs []class, leases []LeaseState, settle time.Duration, handedAt time.Time) (want []bool, wake time.Time, ok bool) {
 	if members == nil || !members.Listed {
 		return nil, time.Time{}, false
@@ -338,7 +321,7 @@ func balanced(self string, now time.Time, members *Members, cs []class, leases [
 // the Lease does: until then self counts the leaver as a member, and
 // taking the Lease puts self above its share among all of them. A planner
 // that has been handed a Lease treats membership as unsettled for the
-// settle time (Balanced's handedAt), so that it does not give up a Lease
+// settle time (balanced's handedAt), so that it does not give up a Lease
 // it holds in the meantime: each of the leaver's Leases moves once,
 // straight to where it stays.
 func HandedTo(self string, leases []LeaseState) bool {

@@ -258,9 +258,9 @@ func TestBalancedOwnRecordBeforeTheAnswer(t *testing.T) {
 	}
 	leases = named(leases)
 	servingAll(members, leases)
-	want, _, ok := Balanced("m3", now, members, leases, time.Second, time.Time{})
+	want, _, ok := planned("m3", now, members, leases, time.Second, time.Time{})
 	if !ok || !want[4] {
-		t.Fatalf("Balanced = %v (ok %v): m3 gives up orders-4, which its own record names", want, ok)
+		t.Fatalf("planned = %v (ok %v): m3 gives up orders-4, which its own record names", want, ok)
 	}
 	// Everyone else's view: m3 holds it, until their FreeAt.
 	others := slices.Clone(leases)
@@ -269,7 +269,7 @@ func TestBalancedOwnRecordBeforeTheAnswer(t *testing.T) {
 		if self == "m3" {
 			continue
 		}
-		w, _, _ := Balanced(self, now, members, others, time.Second, time.Time{})
+		w, _, _ := planned(self, now, members, others, time.Second, time.Time{})
 		if w[4] {
 			t.Errorf("%s campaigns for orders-4 too: %v", self, w)
 		}
@@ -318,15 +318,15 @@ func TestBalancedHandedALeaseKeepsWhatItHolds(t *testing.T) {
 	leases = named(leases)
 	servingAll(members, leases)
 
-	unsettled, _, ok := Balanced("b", now, members, leases, time.Second, now.Add(-500*time.Millisecond))
+	unsettled, _, ok := planned("b", now, members, leases, time.Second, now.Add(-500*time.Millisecond))
 	if !ok || !unsettled[0] || !unsettled[2] || !unsettled[3] {
-		t.Fatalf("handed a Lease 500ms ago: Balanced = %v (ok %v), want b to keep orders-0, 2 and 3", unsettled, ok)
+		t.Fatalf("handed a Lease 500ms ago: planned = %v (ok %v), want b to keep orders-0, 2 and 3", unsettled, ok)
 	}
 	// Without the handover (or once the settle time has passed), the same
 	// view asks b to give one up: the rule is what keeps it.
-	settled, _, _ := Balanced("b", now, members, leases, time.Second, now.Add(-2*time.Second))
+	settled, _, _ := planned("b", now, members, leases, time.Second, now.Add(-2*time.Second))
 	if kept := btoi(settled[0]) + btoi(settled[2]) + btoi(settled[3]); kept != 2 {
-		t.Errorf("settled: Balanced = %v, want b to keep 2 of its 3 (its share among a, b and c)", settled)
+		t.Errorf("settled: planned = %v, want b to keep 2 of its 3 (its share among a, b and c)", settled)
 	}
 	if !HandedTo("b", []LeaseState{{Observed: true, ReservedFor: "b"}}) || HandedTo("b", leases) {
 		t.Error("HandedTo: want true only while a Lease is reserved for b")
@@ -374,4 +374,14 @@ func TestSuccessorSkipsMembersThatDeclineTheLease(t *testing.T) {
 	if got := Successor("a", "orders-0", alone); got != "" {
 		t.Errorf("Successor when every other member declines = %q; want none", got)
 	}
+}
+
+// planned is balanced over the classes of leases among members, as the
+// Machine has them for its configured Leases.
+func planned(self string, now time.Time, members *Members, leases []LeaseState, settle time.Duration, handedAt time.Time) ([]bool, time.Time, bool) {
+	names := make([]string, len(leases))
+	for i, s := range leases {
+		names[i] = s.Name
+	}
+	return balanced(self, now, members, classesOf(members, names, naturalOrder(names)), leases, settle, handedAt)
 }

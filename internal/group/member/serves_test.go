@@ -96,7 +96,7 @@ func TestMixedListsGiveEveryLeaseToOneMemberThatServesIt(t *testing.T) {
 					if !settled {
 						members.JoinedAt = now
 					}
-					want, _, ok := Balanced(id, now, members, states, 0, handed)
+					want, _, ok := planned(id, now, members, states, 0, handed)
 					if !ok {
 						t.Fatalf("%s: not ok", id)
 					}

@@ -98,20 +98,12 @@ func better(a string, ai Info, b string, bi Info) bool {
 	return a < b
 }
 
-// Heirs is, for a balanced group's member self that leaves, whom it hands
-// each Lease to: the member the fair share (Assign, per class of Leases
+// heirs is, for a balanced group's member self that leaves, whom it hands
+// each Lease to: the member the fair share (Assign, per class cs of Leases
 // the same members serve) gives it to among the others, so each Lease
 // moves once and the group stays fair. "" for a Lease no one is given, and
 // for every Lease while it is too early to judge (the member Leases not
 // listed, a Lease not observed).
-func Heirs(self string, now time.Time, members *Members, leases []LeaseState) []string {
-	if members == nil {
-		return make([]string, len(leases))
-	}
-	return heirs(self, now, members, classes(members, leases), leases)
-}
-
-// heirs is Heirs with the classes of leases among members given.
 func heirs(self string, now time.Time, members *Members, cs []class, leases []LeaseState) []string {
 	heirs := make([]string, len(leases))
 	if members == nil || !members.Listed {
