@@ -31,7 +31,7 @@ type Config struct {
 	Balance bool
 	// Handover hands this member's Leases to a chosen member when it
 	// leaves (shutdown, or SetFit(false)): its heir in the fair share when
-	// balanced (Heirs), else the best Successor. Off, to anyone.
+	// balanced (heirs), else the best Successor. Off, to anyone.
 	Handover bool
 	// Info is what this member publishes for the others' choice of a
 	// successor; a zero StartedAt is not published.
