@@ -11,6 +11,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY cmd/ cmd/
 COPY internal/ internal/
+COPY pkg/ pkg/
 ARG TARGETOS TARGETARCH
 ARG VERSION=dev
 RUN . ./internal/buildflags/flags.env && \

@@ -1,6 +1,7 @@
 // Package image_test proves what it can of the container image without a
-// Docker engine: the Dockerfile ships a static binary on distroless as uid
-// 65532 with no shell; the binary built with exactly the flags of the
+// Docker engine: the Dockerfile's build stage builds (its RUN lines run in
+// a clean directory holding only what it copies); the Dockerfile ships a
+// static binary on distroless as uid 65532 with no shell; the binary built with exactly the flags of the
 // Dockerfile's build line is static, stripped, path-free and stamped with
 // its version; and it runs as uid/gid 65532 from a read-only directory
 // (as with readOnlyRootFilesystem) against the real API server and leads.
@@ -72,6 +73,9 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// The binary every test here runs is the one the Dockerfile's build
+	// stage builds from what it copies alone: a Dockerfile that cannot
+	// build fails the whole package here.
 	if binary, err = docker.build(context.Background(), filepath.Join(dir, "leasehold")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
