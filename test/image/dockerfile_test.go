@@ -583,6 +583,7 @@ func TestDockerfileLabelsTheImage(t *testing.T) {
 		"org.opencontainers.image.source":   "https://github.com/leasehold/leasehold",
 		"org.opencontainers.image.version":  version,
 		"org.opencontainers.image.revision": revision,
+		"org.opencontainers.image.created":  created,
 		"org.opencontainers.image.licenses": "Apache-2.0",
 	}
 	for key, value := range want {
