@@ -184,10 +184,23 @@ e2e-soak: kube-bins
 kube: kube-bins
 	go run ./hack/localkube
 
-## image: the container image, for the build machine's platform (needs a Docker engine; CI tests the same binary without one).
-## Other platforms cross-compile, without emulation: docker buildx build --platform linux/arm64 with the same build arguments.
-image:
-	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t leasehold:$(IMAGE_TAG) .
+## image: the container image with no container engine (hack/image, go-containerregistry): a linux/amd64 + linux/arm64 index of the
+## static binary alone, as 65532:65532, with the OCI labels, reproducible (times from the commit), into dist/image: an OCI layout
+## (oci/), its archive for ctr/docker load (leasehold-<tag>.oci.tar), one docker-archive per platform and digests.txt.
+## With Docker, the Dockerfile builds the same image (README, "Releasing").
+IMAGE_DIR        ?= dist/image
+IMAGE_REPOSITORY ?= ghcr.io/leasehold/leasehold
+IMAGE_ARCHES     := amd64 arm64
+# The image's every time, and its created label: the commit's time.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_BINS        := $(foreach a,$(IMAGE_ARCHES),$(IMAGE_DIR)/bin/linux_$(a)/leasehold)
+image: $(IMAGE_BINS)
+	cd hack/image && go run . -out $(abspath $(IMAGE_DIR)) -repository $(IMAGE_REPOSITORY) -tag $(IMAGE_TAG) -version $(VERSION) -revision $(REVISION) -created $(SOURCE_DATE_EPOCH) $(foreach a,$(IMAGE_ARCHES),linux/$(a)=$(abspath $(IMAGE_DIR))/bin/linux_$(a)/leasehold)
+
+# go build decides whether a binary is stale.
+$(IMAGE_DIR)/bin/linux_%/leasehold: FORCE
+	CGO_ENABLED=$(BUILD_CGO_ENABLED) GOOS=linux GOARCH=$* go build $(BUILD_FLAGS) -ldflags '$(BUILD_LDFLAGS)' -o $@ ./cmd/sidecar
+FORCE:
 
 ## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 28 minutes, lease groups and handover included).
 bench: kube-bins
@@ -258,7 +271,7 @@ release-check: goreleaser-bin
 	$(GORELEASER_BIN) check
 
 ## release-snapshot: a release without publishing: goreleaser release --snapshot (static linux/amd64 and linux/arm64 binaries,
-## archives and checksums in dist/), each binary checked, and the chart packaged (make chart).
+## archives and checksums in dist/), each binary checked, the chart packaged (make chart) and the image built (make image).
 release-snapshot: release-check
 	$(GORELEASER_ENV) $(GORELEASER_BIN) release --snapshot --clean --skip=publish
 	@version=$$(git describe --tags --always --dirty) && for bin in dist/leasehold_linux_*/leasehold; do \
@@ -270,6 +283,7 @@ release-snapshot: release-check
 	done
 	cd dist && sha256sum -c checksums.txt
 	@$(MAKE) --no-print-directory chart
+	@$(MAKE) --no-print-directory image
 
 ## chart: package the Helm chart into dist/, its version and appVersion stamped from VERSION (see CHART_VERSION).
 chart: helm-bin

@@ -127,7 +127,7 @@ manifests and the image's ENTRYPOINT start it.
 
 status, token, wait and release ask the sidecar in this pod, on its local API
 at --addr (default: $LEASEHOLD_API_ADDR, else `+defaultAddr+`). They work
-in the distroless image:
+in the image, which holds nothing but the binary:
   kubectl exec POD -c leasehold -- /leasehold status
 
 `+clientExitStatuses+`

@@ -18,7 +18,7 @@ const (
 // "install"): it copies the running binary to path atomically (a temporary
 // file in the same folder, mode 0755, synced, then renamed), so that an init
 // container can share the binary with the app container through an
-// emptyDir: the image is distroless, with no cp and no shell. It returns 0,
+// emptyDir: the image is the binary alone, with no cp and no shell. It returns 0,
 // 1 for a failure, 2 for a usage error.
 func installCommand(args []string, stderr io.Writer) int {
 	const usage = "usage: leasehold install PATH"

@@ -18,7 +18,7 @@
 //	leasehold version | help [COMMAND]
 //
 // status, token, wait and release are clients of the local sidecar's API,
-// for `kubectl exec` and preStop hooks in the distroless image. run, in the
+// for `kubectl exec` and preStop hooks in the image (the binary alone). run, in the
 // app container, runs COMMAND only while this instance leads, as the
 // sidecar reports (internal/runner, docs/run.md). install copies the binary
 // to PATH, for an init container that shares it with the app container

@@ -11,7 +11,7 @@ import (
 func TestReleaseFlags(t *testing.T) {
 	f := Release()
 	if f.CGOEnabled != "0" {
-		t.Errorf("CGO_ENABLED=%s, want 0 (a static binary for distroless/static)", f.CGOEnabled)
+		t.Errorf("CGO_ENABLED=%s, want 0 (a static binary, alone in the image)", f.CGOEnabled)
 	}
 	if !slices.Contains(f.Flags, "-trimpath") {
 		t.Errorf("flags %q: want -trimpath", f.Flags)

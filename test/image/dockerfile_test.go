@@ -46,7 +46,14 @@ type stage struct {
 	labels               map[string]string // LABEL key → value, expanded
 	copies               []string
 	user, entrypoint     string
+	workdir              string // its last WORKDIR (absolute)
+	steps                []step // its COPY and RUN instructions, in order
 	lines                []string
+}
+
+// step is a COPY or RUN instruction of a stage, with the WORKDIR it runs in.
+type step struct {
+	instr, rest, workdir string
 }
 
 // parseDockerfile reads the Dockerfile at rel in the module root (joining
@@ -122,9 +129,16 @@ func parseDockerfile(root, rel string, buildArgs map[string]string) (dockerfile,
 			cur.user = rest
 		case "ENTRYPOINT":
 			cur.entrypoint = rest
+		case "WORKDIR":
+			if !path.IsAbs(rest) {
+				return d, fmt.Errorf("%s: %q: want an absolute WORKDIR", rel, line)
+			}
+			cur.workdir = path.Clean(rest)
 		case "COPY":
 			cur.copies = append(cur.copies, rest)
+			cur.steps = append(cur.steps, step{instr, rest, cur.workdir})
 		case "RUN":
+			cur.steps = append(cur.steps, step{instr, rest, cur.workdir})
 			isBuild, err := d.parseRun(root, cur, rest, buildArgs)
 			if err != nil {
 				return d, fmt.Errorf("%s: %q: %w", rel, line, err)
@@ -360,10 +374,65 @@ func varName(rs []rune) (string, int, error) {
 	return "", 0, fmt.Errorf("unsupported expansion $%.10s", s)
 }
 
-// build runs the Dockerfile's build line in the module root (its COPYs put
-// go.mod, cmd/ and internal/ in WORKDIR), with its environment and
-// arguments, writing the binary to out instead of its -o path.
+// build runs the build stage as docker build would, with no engine: in a
+// fresh directory standing for its WORKDIR, holding nothing but what its
+// COPY instructions copy from the module root (the build context), it runs
+// each RUN in order: the build line with its environment and arguments
+// (writing the binary to out instead of its -o path), any other as the
+// plain command it is (go mod download). A Dockerfile that forgets to copy
+// a package the binary imports, or the file its build line sources, fails
+// here as it would in docker build.
 func (d dockerfile) build(ctx context.Context, out string) (string, error) {
+	dir, err := os.MkdirTemp("", "leasehold-docker-context-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	st := d.buildStage
+	if st.workdir == "" {
+		return "", errors.New("the build stage sets no WORKDIR")
+	}
+	for _, s := range st.steps {
+		if s.workdir != st.workdir {
+			return "", fmt.Errorf("%s %s runs in WORKDIR %s, want every step in %s", s.instr, s.rest, s.workdir, st.workdir)
+		}
+		switch s.instr {
+		case "COPY":
+			if err := copyIntoContext(root, dir, s.rest); err != nil {
+				return "", fmt.Errorf("COPY %s: %w", s.rest, err)
+			}
+		case "RUN":
+			if s.rest == d.buildLine {
+				if err := d.runBuildLine(ctx, dir, out); err != nil {
+					return "", err
+				}
+				continue
+			}
+			cmds, err := shellCommands(s.rest, st.lookup(nil, nil))
+			if err != nil {
+				return "", fmt.Errorf("RUN %s: %w", s.rest, err)
+			}
+			for _, words := range cmds {
+				if err := runIn(ctx, dir, nil, words[0], words[1:]...); err != nil {
+					return "", fmt.Errorf("RUN %s (the build stage): %w", s.rest, err)
+				}
+			}
+		}
+	}
+	if _, err := os.Stat(out); err != nil {
+		return "", fmt.Errorf("the build stage built no binary: %w", err)
+	}
+	return out, nil
+}
+
+// runBuildLine runs the build line in dir: the files it sources must be
+// there (sh's `.` fails otherwise), then go build.
+func (d dockerfile) runBuildLine(ctx context.Context, dir, out string) error {
+	for _, p := range d.sourced {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
+			return fmt.Errorf("the build line sources %s, which no COPY put in WORKDIR: %w", p, err)
+		}
+	}
 	args := make([]string, 0, len(d.buildArgs))
 	for i := 0; i < len(d.buildArgs); i++ {
 		a := d.buildArgs[i]
@@ -374,13 +443,81 @@ func (d dockerfile) build(ctx context.Context, out string) (string, error) {
 		}
 		args = append(args, a)
 	}
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build"}, args...)...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), d.buildEnv...)
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s (the Dockerfile's build line): %w\n%s", strings.Join(args, " "), err, output)
+	if err := runIn(ctx, dir, d.buildEnv, "go", append([]string{"build"}, args...)...); err != nil {
+		return fmt.Errorf("the Dockerfile's build line, in a directory holding only what its build stage copies: %w", err)
 	}
-	return out, nil
+	return nil
+}
+
+// runIn runs a command in dir with the test's environment plus env, outside
+// any Go workspace.
+func runIn(ctx context.Context, dir string, env []string, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "GOWORK=off"), env...)
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, output)
+	}
+	return nil
+}
+
+// copyIntoContext does what `COPY src… dest` does for the forms the
+// Dockerfile may use: sources relative to the context (a file, or a
+// directory whose contents are copied), dest relative to WORKDIR (a
+// directory when it ends in / or there are several sources). A source
+// outside the context, a glob or a flag (--from aside, which the final
+// stage uses) is an error.
+func copyIntoContext(context, workdir, rest string) error {
+	words := strings.Fields(rest)
+	if len(words) < 2 {
+		return errors.New("want COPY src… dest")
+	}
+	for _, w := range words {
+		if strings.HasPrefix(w, "--") || strings.ContainsAny(w, "*?[") {
+			return fmt.Errorf("%q: unsupported in the build stage", w)
+		}
+	}
+	srcs, dest := words[:len(words)-1], words[len(words)-1]
+	if path.IsAbs(dest) {
+		return fmt.Errorf("dest %s: want it relative to WORKDIR", dest)
+	}
+	toDir := strings.HasSuffix(dest, "/") || dest == "." || len(srcs) > 1
+	for _, src := range srcs {
+		clean := path.Clean(src)
+		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+			return fmt.Errorf("%s is outside the build context", src)
+		}
+		from := filepath.Join(context, filepath.FromSlash(clean))
+		info, err := os.Stat(from)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(workdir, filepath.FromSlash(dest))
+		if info.IsDir() {
+			err = os.CopyFS(to, os.DirFS(from))
+		} else {
+			if toDir {
+				to = filepath.Join(to, path.Base(clean))
+			}
+			err = copyRegular(from, to)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyRegular copies one file, creating its directory.
+func copyRegular(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
 }
 
 // flag returns the value of a go build flag (-name value or -name=value;
@@ -446,6 +583,7 @@ func TestDockerfileLabelsTheImage(t *testing.T) {
 		"org.opencontainers.image.source":   "https://github.com/leasehold/leasehold",
 		"org.opencontainers.image.version":  version,
 		"org.opencontainers.image.revision": revision,
+		"org.opencontainers.image.created":  created,
 		"org.opencontainers.image.licenses": "Apache-2.0",
 	}
 	for key, value := range want {

@@ -112,15 +112,59 @@ func TestMakeBuildUsesTheReleaseFlags(t *testing.T) {
 	}
 }
 
-// make image passes the version and the commit (the image's labels) and
-// tags the image with the version without its v, as the chart's appVersion.
+// make image builds the binaries with the release flags and the version
+// it is given, and passes hack/image the version, the commit, the commit's
+// time and the image tag (the version without its v, as the chart's
+// appVersion).
 func TestMakeImageStampsVersionAndRevision(t *testing.T) {
-	words := command(t, makeDryRun(t, "image", "VERSION=v1.2.3", "REVISION=0123abc"), "docker")
-	line := strings.Join(words, " ")
-	for _, want := range []string{"--build-arg VERSION=v1.2.3", "--build-arg REVISION=0123abc", "-t leasehold:1.2.3"} {
-		if !strings.Contains(line, want) {
-			t.Errorf("make image runs %q: want %q", line, want)
+	const v = "v1.2.3"
+	lines := makeDryRun(t, "image", "VERSION="+v, "REVISION=0123abc", "SOURCE_DATE_EPOCH=1700000000")
+	f := buildflags.Release()
+	var builds []string
+	for _, line := range lines {
+		words := splitWords(line)
+		if i := slices.Index(words, "go"); i >= 0 && i+1 < len(words) && words[i+1] == "build" {
+			builds = append(builds, words[slices.Index(words, "-o")+1])
+			for _, want := range append(f.Env(), f.Args(v)...) {
+				if !slices.Contains(words, want) {
+					t.Errorf("make image runs %q: want %q (%s)", line, want, buildflags.File)
+				}
+			}
 		}
+	}
+	if want := []string{"dist/image/bin/linux_amd64/leasehold", "dist/image/bin/linux_arm64/leasehold"}; !slices.Equal(builds, want) {
+		t.Errorf("make image builds %q, want %q", builds, want)
+	}
+	run := imageRun(t, lines)
+	for _, want := range []string{"-version v1.2.3", "-revision 0123abc", "-created 1700000000", "-tag 1.2.3"} {
+		if !strings.Contains(run, want) {
+			t.Errorf("make image runs %q: want %q", run, want)
+		}
+	}
+}
+
+// imageRun returns the line of make image's commands that runs hack/image.
+func imageRun(t *testing.T, lines []string) string {
+	t.Helper()
+	for _, l := range lines {
+		if strings.HasPrefix(l, "cd hack/image && go run . ") {
+			return l
+		}
+	}
+	t.Fatalf("make image does not run hack/image: %q", lines)
+	return ""
+}
+
+// Without SOURCE_DATE_EPOCH, make image dates the image at the commit's
+// time, so that the same commit gives the same image.
+func TestMakeImageDatesTheImageAtTheCommit(t *testing.T) {
+	out, err := exec.Command("git", "-C", root, "log", "-1", "--format=%ct").Output()
+	if err != nil {
+		t.Skipf("git: %v", err)
+	}
+	want := "-created " + strings.TrimSpace(string(out)) + " "
+	if run := imageRun(t, makeDryRun(t, "image")); !strings.Contains(run, want) {
+		t.Errorf("make image runs %q: want %q (the commit's time)", run, want)
 	}
 }
 

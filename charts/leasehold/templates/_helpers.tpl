@@ -389,7 +389,7 @@ leasehold.installer: an init container that copies the leasehold binary into
 the emptyDir volume "leasehold-bin" (mount it at /leasehold-bin), so that an
 app container that cannot speak HTTP can run its command under
 `/leasehold-bin/leasehold run -- <command>` (docs/run.md). The image is
-distroless, without cp or a shell: the binary copies itself (`leasehold
+the binary alone, without cp or a shell: the binary copies itself (`leasehold
 install`, atomic). Put it under initContainers, before leasehold.container;
 mount the volume read-only in the app container.
 */}}

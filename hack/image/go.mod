@@ -1,0 +1,16 @@
+// Tools module: the program that builds leasehold's container image with
+// no container engine (make image), on go-containerregistry. It is kept
+// apart from the product's go.mod, so the image library never enters
+// leasehold's own dependency graph.
+module github.com/leasehold/leasehold/hack/image
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
