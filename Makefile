@@ -161,11 +161,13 @@ redocly-lint: redocly-bin
 chart-test: kube-bins helm-bin promtool-bin
 	go test $(GO_TEST_FLAGS) ./test/chart/ ./test/image/
 
-## sim: the election's deterministic simulator over SEEDS seeded histories (default 100000; make test plays 10000).
-## A failing seed prints its history's end and replays with: go test ./internal/elect/decide -run TestSimulation -sim.seed=N -v
+## sim: the election's deterministic simulator over SEEDS seeded histories of its default fault mix and STRESS of its
+## stress mix (defaults 100000 and SEEDS; make test plays 7500 and 2500). A failing seed prints its history's end and
+## replays with: go test ./internal/elect/decide -run TestSimulation -sim.mix=default|stress -sim.seed=N -v
 SEEDS ?= 100000
+STRESS ?= $(SEEDS)
 sim:
-	go test -count=1 -timeout=60m -run TestSimulation ./internal/elect/decide -sim.seeds=$(SEEDS) -v
+	go test -count=1 -timeout=120m -run TestSimulation ./internal/elect/decide -sim.seeds=$(SEEDS) -sim.stress=$(STRESS) -v
 
 ## gsim: the lease-group simulator over SEEDS seeded histories (default 100000; make test plays 400).
 ## A failing seed prints its history's end and replays with: go test ./internal/group -run TestGSim -gsim.seed=N -v
