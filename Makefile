@@ -77,6 +77,7 @@ REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
 .PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups bench-handover image e2e-soak check-no-leftovers
+.PHONY: node-bins cni-bin node node-down FORCE
 .PHONY: promtool-bin redocly-bin redocly-lint
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
@@ -115,6 +116,39 @@ $(KUBE_ASSETS)/etcd:
 	@mkdir -p $(KUBE_ASSETS)
 	cd hack/kube && go build -o $@.tmp ./etcd
 	mv $@.tmp $@
+
+# The rest of a single node (make node), from the same module and version:
+# built in one go build (they share most packages), cached beside the
+# apiserver. kubectl reports its version through client-go's variables.
+NODE_KUBE_BINS  := kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+NODE_KUBE_FILES := $(addprefix $(KUBE_ASSETS)/,$(NODE_KUBE_BINS))
+NODE_LDFLAGS    := $(KUBE_LDFLAGS) $(subst k8s.io/component-base/version.,k8s.io/client-go/pkg/version.,$(KUBE_LDFLAGS))
+
+## node-bins: build the node's Kubernetes binaries (kubelet, kube-proxy, kube-controller-manager, kube-scheduler, kubectl) once per version
+## (about 10 minutes on 2 cores after kube-bins, which shares their build cache); containerd and runc are Debian's.
+node-bins: kube-bins $(NODE_KUBE_FILES)
+
+$(NODE_KUBE_FILES) &:
+	@echo "Building $(NODE_KUBE_BINS) $(KUBE_VERSION) (hack/kube, from the Go module proxy): about 10 minutes on 2 cores after kube-bins, once per version."
+	@rm -rf $(KUBE_ASSETS)/node.tmp && mkdir -p $(KUBE_ASSETS)/node.tmp
+	cd hack/kube && go build -ldflags '$(NODE_LDFLAGS)' -o $(KUBE_ASSETS)/node.tmp/ $(addprefix k8s.io/kubernetes/cmd/,$(NODE_KUBE_BINS))
+	cd $(KUBE_ASSETS)/node.tmp && mv $(NODE_KUBE_BINS) .. && cd .. && rmdir node.tmp
+
+# The CNI plugins (bridge, host-local, loopback, portmap) from the tools
+# module hack/cni, cached by version.
+CNI_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "github.com/containernetworking/plugins") {print $$(i+1); exit}}' hack/cni/go.mod)
+CNI_DIR     := $(CURDIR)/.cache/cni/$(CNI_VERSION)
+CNI_PLUGINS := bridge host-local loopback portmap
+
+## cni-bin: build the CNI plugins make node wires its pods with, once per version (under a minute).
+cni-bin: $(CNI_DIR)/bridge
+
+$(CNI_DIR)/bridge:
+	@rm -rf $(CNI_DIR).tmp && mkdir -p $(CNI_DIR).tmp
+	cd hack/cni && CGO_ENABLED=0 go build -trimpath -o $(CNI_DIR).tmp/ \
+		github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/ipam/host-local \
+		github.com/containernetworking/plugins/plugins/main/loopback github.com/containernetworking/plugins/plugins/meta/portmap
+	rm -rf $(CNI_DIR) && mv $(CNI_DIR).tmp $(CNI_DIR)
 
 ## helm-bin: build helm once per version (about 2 minutes cold). Like helm's own
 ## Makefile, stamp the Kubernetes version of its client-go as the default
@@ -163,11 +197,13 @@ redocly-lint: redocly-bin
 chart-test: kube-bins helm-bin promtool-bin
 	go test $(GO_TEST_FLAGS) ./test/chart/ ./test/image/
 
-## sim: the election's deterministic simulator over SEEDS seeded histories (default 100000; make test plays 10000).
-## A failing seed prints its history's end and replays with: go test ./internal/elect/decide -run TestSimulation -sim.seed=N -v
+## sim: the election's deterministic simulator over SEEDS seeded histories of its default fault mix and STRESS of its
+## stress mix (defaults 100000 and SEEDS; make test plays 7500 and 2500). A failing seed prints its history's end and
+## replays with: go test ./internal/elect/decide -run TestSimulation -sim.mix=default|stress -sim.seed=N -v
 SEEDS ?= 100000
+STRESS ?= $(SEEDS)
 sim:
-	go test -count=1 -timeout=60m -run TestSimulation ./internal/elect/decide -sim.seeds=$(SEEDS) -v
+	go test -count=1 -timeout=120m -run TestSimulation ./internal/elect/decide -sim.seeds=$(SEEDS) -sim.stress=$(STRESS) -v
 
 ## gsim: the lease-group simulator over SEEDS seeded histories (default 100000; make test plays 10,400).
 ## A failing seed prints its history's end and replays with: go test ./internal/group -run TestGSim -gsim.seed=N -v
@@ -290,8 +326,28 @@ chart: helm-bin
 	@mkdir -p dist
 	$(HELM_BIN) package charts/leasehold --version $(CHART_VERSION) --app-version $(IMAGE_TAG) --destination dist
 
-# The harness must never leave an etcd or kube-apiserver behind.
+# The single node (hack/node): one per machine, its state in NODE_STATE.
+NODE_STATE        ?= /var/lib/leasehold-node
+CHART_APP_VERSION := $(shell awk '$$1 == "appVersion:" {gsub(/"/, "", $$2); print $$2}' charts/leasehold/Chart.yaml)
+NODE_ENV = LEASEHOLD_CNI_DIR=$(CNI_DIR) LEASEHOLD_NODE_STATE=$(NODE_STATE) LEASEHOLD_ROOT=$(CURDIR) \
+	KUBE_MODULE_DIR=$$(cd hack/kube && go list -m -f '{{.Dir}}' k8s.io/kubernetes) \
+	LEASEHOLD_IMAGE_ARCHIVE=$(abspath $(IMAGE_DIR))/leasehold-$(IMAGE_TAG).oci.tar \
+	LEASEHOLD_IMAGE_NAME=$(IMAGE_REPOSITORY):$(IMAGE_TAG) LEASEHOLD_CHART_APP_VERSION=$(CHART_APP_VERSION)
+
+## node: start a real single-node Kubernetes (hack/kube's version) on this machine (hack/node, as root; about 15 s once built): etcd,
+## kube-apiserver, kube-controller-manager, kube-scheduler, containerd + runc (Debian's), the kubelet, kube-proxy; make image's image
+## and locally built test images imported, nothing pulled; catch-all unreachable routes and a forwarding guard first, so no
+## packet leaves the machine. Prints KUBECONFIG=<path>; make node-down removes everything.
+node: node-bins cni-bin image
+	$(NODE_ENV) hack/node/up.sh
+
+## node-down: stop the single node and remove everything it created (routes, bridges, iptables chains, mounts, cgroups, state).
+node-down:
+	$(NODE_ENV) hack/node/down.sh
+
+## check-no-leftovers: fail if the tests left an etcd or kube-apiserver running, or anything of the single node behind.
 check-no-leftovers:
+	@$(NODE_ENV) hack/node/check-leftovers.sh
 	@if pgrep -f '^$(KUBE_ASSETS)/(etcd|kube-apiserver) ' >/dev/null; then \
 		echo "leftover processes from the test harness:"; pgrep -fa '^$(KUBE_ASSETS)/(etcd|kube-apiserver) '; exit 1; \
 	fi

@@ -34,6 +34,10 @@ import (
 //     Lease is the resourceVersion of the write that started that holder's
 //     term: its acquiring write, or a handover to it;
 //   - a release lands only on a record its releaser held (sim.apply);
+//   - every step asks to be woken after its own local time, so never at
+//     the zero time, and no instance steps more than maxStepsPerInstant
+//     times at one instant (sim.step): plan did at the step all that was
+//     due then, and a Machine that asks again and again spins;
 //
 // and, at the end, liveness: once nothing has disturbed the history for
 // the liveness bound, some term is valid at every instant.

@@ -6,11 +6,16 @@
 // feeds it inputs (watch observations, the answer to the one API request it
 // asked for, timer ticks, release and candidacy requests, shutdown) with the
 // local time of each, and carries out the Output: send the request, publish
-// the Report, answer callers, log, wake it again by Output.Wake. The same
-// Machine runs, unchanged, in the deterministic simulator of this package's
-// tests, against an in-memory Lease store that enforces resourceVersion
-// preconditions, under lost requests and answers, partitions, pauses,
-// clock drift and hand edits. In the style of etcd's raft.Node.Step.
+// the Report, answer callers, log, wake it again by Output.Wake, which is
+// always after the step's own time (never the zero time): a Machine woken
+// at a time at which nothing is due would spin. The same Machine runs,
+// unchanged, in the deterministic simulator of this package's tests,
+// against an in-memory Lease store that enforces resourceVersion
+// preconditions, under lost requests and answers, late watch events,
+// partitions, pauses, clock drift, hand edits and handovers, in a default
+// and a stress fault mix; its checker (checker_test.go) judges every step
+// against the safety contract below, each Wake, and liveness. In the style
+// of etcd's raft.Node.Step.
 //
 // # Safety contract
 //

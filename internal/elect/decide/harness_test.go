@@ -145,8 +145,13 @@ func (h *harness) witness() string {
 
 func (h *harness) record(out Output) {
 	h.t.Helper()
-	if out.Fatal != nil {
+	switch {
+	case out.Fatal != nil:
 		h.t.Fatalf("fatal: %v", out.Fatal)
+	case !out.Stopped && !out.Wake.After(h.now):
+		// A wake at or before the step itself (the zero time included)
+		// would be a step at which nothing happens, again and again.
+		h.t.Fatalf("asked to be woken at %v, not after the step at %v", out.Wake, h.now)
 	}
 	if out.Request != nil {
 		req := *out.Request

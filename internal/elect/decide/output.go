@@ -17,7 +17,9 @@ type Output struct {
 	// at most one request outstanding: it asks for no other until it has
 	// been given the Result of this one.
 	Request *Request
-	// Wake is when to feed a Tick at the latest.
+	// Wake is when to feed a Tick at the latest: unless Stopped, always
+	// after the step's own time (the step did all that was due then), so
+	// never the zero time.
 	Wake time.Time
 	// Replies answer Release and SetCandidate inputs.
 	Replies []Reply

@@ -36,6 +36,11 @@ import (
 // it): a handover in one write (HandedOverAnnotation), which the successor
 // adopts without writing when it can date it (Observed.WitnessSentAt).
 // Some histories run with Config.AcceptHandovers.
+//
+// A history draws its faults from one of two mixes (simMix): the default
+// one, or the stress mix, whose faults come several times as often, half
+// of them handovers in one write, often to a successor that is briefly
+// out of the election, with many lost answers and late watch events.
 type sim struct {
 	seed   uint64
 	rng    *rand.Rand
@@ -64,9 +69,15 @@ type sim struct {
 	steps   int
 }
 
-// maxSteps bounds one history: a Machine that asks to be woken again and
+// maxSteps bounds one history, and maxStepsPerInstant the steps of one
+// instance at one real instant: a Machine that asks to be woken again and
 // again without doing anything would spin the simulation (and a real CPU).
-const maxSteps = 200000
+// Each step's Output.Wake must also be after the step's local time (and
+// so not the zero time): plan has done at the step whatever was due then.
+const (
+	maxSteps           = 200000
+	maxStepsPerInstant = 1000
+)
 
 // simParams are one history's settings, drawn from its seed.
 type simParams struct {
@@ -80,6 +91,10 @@ type simParams struct {
 	faultEvery                         time.Duration // mean interval between injected faults
 	handEdits, pauses, crashes, splits bool
 	memberEvery                        time.Duration // mean interval between an instance's member Lease writes
+
+	// The stress mix's (see simParams.stress).
+	mix      simMix
+	watchLag bool // now and then a watch event comes late, and all that follow it
 }
 
 // memberWrite is a write of an instance's member Lease, as committed: the
@@ -134,6 +149,9 @@ type instance struct {
 	pausedUntil time.Duration
 	inbox       []Input // inputs that arrived while paused, in order
 	cutOffUntil time.Duration
+
+	instant      time.Duration // the real time of its last step
+	instantSteps int           // its steps at that instant
 
 	reqSeq    uint64 // the request outstanding, 0 when none
 	reqSent   time.Duration
@@ -201,7 +219,8 @@ var simTimings = []struct{ lease, renew, retry time.Duration }{
 	{10 * time.Second, 8 * time.Second, 1500 * time.Millisecond},
 }
 
-func newSim(seed uint64) *sim {
+// newSim draws the history of seed under the fault mix mix.
+func newSim(seed uint64, mix simMix) *sim {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	t := simTimings[rng.IntN(len(simTimings))]
 	p := simParams{
@@ -226,6 +245,9 @@ func newSim(seed uint64) *sim {
 		// retry periods old, and some heirs cannot adopt for want of
 		// validity left.
 		memberEvery: time.Duration(1+rng.IntN(4)) * t.retry,
+	}
+	if mix == stressMix {
+		p.stress(rng)
 	}
 	s := &sim{
 		seed:   seed,
@@ -257,8 +279,12 @@ func (s *sim) run() error {
 	for range s.params.instances {
 		s.startInstance(time.Duration(s.rng.Int64N(int64(s.params.timing.LeaseDuration))))
 	}
+	fault := s.fault
+	if s.params.mix == stressMix {
+		fault = s.stressFault
+	}
 	for t := s.nextFaultTime(0); t < s.params.duration; t = s.nextFaultTime(t) {
-		s.at(t, s.fault)
+		s.at(t, fault)
 	}
 	s.end = s.params.duration + s.params.quiet
 	s.at(s.params.duration, func() { // every fault is in: the quiet tail's probe
@@ -451,11 +477,26 @@ func (s *sim) step(in *instance, input Input) {
 	}
 	out := in.m.Step(now, input)
 	s.steps++
+	if in.instant != s.now {
+		in.instant, in.instantSteps = s.now, 0
+	}
+	in.instantSteps++
 	if s.tracing {
 		s.tracef("%s ← %s → %s", in.identity, describeInput(input), describeOutput(out))
 	}
-	if out.Fatal != nil {
+	switch {
+	case out.Fatal != nil:
 		s.check.fail("%s: fatal: %v", in.identity, out.Fatal)
+		return
+	case in.instantSteps > maxStepsPerInstant:
+		s.check.fail("%s stepped more than %d times at one instant: it spins", in.identity, maxStepsPerInstant)
+		return
+	case !out.Stopped && out.Wake.IsZero():
+		s.check.fail("%s asked to be woken at the zero time (after %s)", in.identity, describeInput(input))
+		return
+	case !out.Stopped && !out.Wake.After(now):
+		s.check.fail("%s asked to be woken at %s, not after its step at %s (after %s): nothing is left to do then",
+			in.identity, out.Wake.Format("15:04:05.000000"), now.Format("15:04:05.000000"), describeInput(input))
 		return
 	}
 	in.report = out.Report
@@ -544,6 +585,7 @@ func (s *sim) apply(in *instance, req Request) Result {
 		s.tracef("%s's %s landed at %s: holder %q", in.identity, req.Purpose, l.ResourceVersion, holderOf(l))
 		if req.Purpose == ReleaseSend && holderOf(l) != "" {
 			s.handovers++
+			s.handedOver(holderOf(l))
 		}
 	}
 	return Result{Lease: l, Err: err}
@@ -631,7 +673,7 @@ func (s *sim) broadcast(ev watchEvent) {
 			continue
 		}
 		gen := in.watchGen
-		in.lastWatch = max(in.lastWatch, s.now+s.latency())
+		in.lastWatch = max(in.lastWatch, s.now+s.latency()+s.watchLag())
 		follows := in.watchLast
 		in.watchLast = ""
 		if ev.lease != nil {
@@ -712,7 +754,12 @@ func (s *sim) stop(in *instance, to, witness string) {
 // release has the app ask in to release, handing the Lease over to to
 // (with witness, in one write), and stay out for up to a lease duration.
 func (s *sim) release(in *instance, to, witness string) {
-	stay := time.Duration(s.rng.Float64() * float64(s.params.timing.LeaseDuration))
+	s.releaseFor(in, to, witness, time.Duration(s.rng.Float64()*float64(s.params.timing.LeaseDuration)))
+}
+
+// releaseFor has the app ask in to release, handing the Lease over to to
+// (with witness, in one write), and stay out for stay (on its clock).
+func (s *sim) releaseFor(in *instance, to, witness string, stay time.Duration) {
 	in.stayOutUntil = s.now + time.Duration(float64(stay)/in.rate) + time.Millisecond
 	s.deliver(in, Release{ID: s.seq, StayOut: stay, To: to, Witness: witness})
 	s.check.disturbed(max(in.stayOutUntil, s.now+s.handoverWait(to)))
@@ -723,9 +770,16 @@ func (s *sim) release(in *instance, to, witness string) {
 // duration. Half the time the withdrawal refuses handovers, as a lease
 // group's member whose app is unhealthy does (Elector.Leave).
 func (s *sim) withdraw(in *instance, to, witness string) {
+	s.withdrawFor(in, to, witness, s.rng.IntN(2) == 0, s.params.timing.LeaseDuration)
+}
+
+// withdrawFor has the app take in out of the election, refusing handovers
+// or not, handing the Lease over to to (with witness, in one write), and
+// put it back within upTo.
+func (s *sim) withdrawFor(in *instance, to, witness string, refuse bool, upTo time.Duration) {
 	in.candidate = false
-	s.deliver(in, SetCandidate{ID: s.seq, Candidate: false, Reason: "app unhealthy", To: to, Witness: witness, RefuseHandovers: s.rng.IntN(2) == 0})
-	back := s.now + time.Duration(s.rng.Float64()*float64(s.params.timing.LeaseDuration))
+	s.deliver(in, SetCandidate{ID: s.seq, Candidate: false, Reason: "app unhealthy", To: to, Witness: witness, RefuseHandovers: refuse})
+	back := s.now + time.Duration(s.rng.Float64()*float64(upTo))
 	s.check.disturbed(max(back, s.now+s.handoverWait(to)))
 	s.at(back, func() {
 		in.candidate = true

@@ -11,34 +11,48 @@ import (
 )
 
 var (
-	simSeeds = flag.Int("sim.seeds", 10000, "number of seeded histories TestSimulation plays")
-	simFirst = flag.Uint64("sim.first", 1, "first seed TestSimulation plays")
-	simSeed  = flag.Uint64("sim.seed", 0, "play only this seed, and print its whole history")
+	simSeeds  = flag.Int("sim.seeds", 7500, "number of seeded histories of the default fault mix TestSimulation plays")
+	simStress = flag.Int("sim.stress", 2500, "number of seeded histories of the stress fault mix TestSimulation plays")
+	simFirst  = flag.Uint64("sim.first", 1, "first seed TestSimulation plays, in each mix")
+	simSeed   = flag.Uint64("sim.seed", 0, "play only this seed (of the mix -sim.mix), and print its whole history")
+	simMixArg = flag.String("sim.mix", "default", "the fault mix of -sim.seed: default or stress")
 )
 
-// TestSimulation plays seeded histories of the simulator (see sim) and
-// fails on the first history the checker rejects, printing its seed, the
-// violation and the end of its trace. It logs how many one-write handovers
-// landed and how many terms were adopted from one, and fails if a run of
-// at least minAdoptionSeeds histories adopted none: the path would then go
-// unchecked. A seed replays exactly:
+// TestSimulation plays seeded histories of the simulator (see sim), under
+// the default fault mix and under the stress mix, and fails on the first
+// history of each that the checker rejects, printing its seed, the
+// violation and the end of its trace. It logs how many one-write
+// handovers landed and how many terms were adopted from one, and fails if
+// a run of at least minAdoptionSeeds histories adopted none: the path
+// would then go unchecked. A seed replays exactly:
 //
-//	go test ./internal/elect/decide -run TestSimulation -sim.seed=N -v
+//	go test ./internal/elect/decide -run TestSimulation -sim.mix=stress -sim.seed=N -v
 func TestSimulation(t *testing.T) {
 	if *simSeed != 0 {
-		s := newSim(*simSeed)
+		mix, err := parseMix(*simMixArg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newSim(*simSeed, mix)
 		s.tracing = true
-		err := s.run()
+		err = s.run()
 		for _, line := range s.trace {
 			t.Log(line)
 		}
-		t.Logf("seed %d: %+v", *simSeed, s.params)
+		t.Logf("seed %d (%s mix): %+v", *simSeed, mix, s.params)
 		t.Logf("%d one-write handovers landed, %d terms adopted (%d while withdrawn)", s.handovers, s.check.adopted, s.check.adoptedWithdrawn)
 		if err != nil {
-			t.Fatalf("seed %d: %v", *simSeed, err)
+			t.Fatalf("seed %d (%s mix): %v", *simSeed, mix, err)
 		}
 		return
 	}
+	t.Run("default", func(t *testing.T) { playSims(t, defaultMix, *simSeeds) })
+	t.Run("stress", func(t *testing.T) { playSims(t, stressMix, *simStress) })
+}
+
+// playSims plays n histories of mix from seed -sim.first on, on every
+// core, and fails on the smallest failing seed among those played.
+func playSims(t *testing.T, mix simMix, n int) {
 	var (
 		next             atomic.Uint64
 		failed           atomic.Bool
@@ -52,7 +66,7 @@ func TestSimulation(t *testing.T) {
 		adoptedWithdrawn atomic.Int64
 	)
 	next.Store(*simFirst)
-	last := *simFirst + uint64(*simSeeds)
+	last := *simFirst + uint64(n)
 	started := time.Now()
 	var workers sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
@@ -62,7 +76,7 @@ func TestSimulation(t *testing.T) {
 				if seed >= last {
 					return
 				}
-				s := newSim(seed)
+				s := newSim(seed, mix)
 				err := s.run()
 				histories.Add(1)
 				steps.Add(int64(s.steps))
@@ -70,7 +84,7 @@ func TestSimulation(t *testing.T) {
 				adopted.Add(int64(s.check.adopted))
 				adoptedWithdrawn.Add(int64(s.check.adoptedWithdrawn))
 				if err != nil {
-					replay := newSim(seed) // the same history, traced
+					replay := newSim(seed, mix) // the same history, traced
 					replay.tracing = true
 					replay.run()
 					mu.Lock()
@@ -86,10 +100,10 @@ func TestSimulation(t *testing.T) {
 	workers.Wait()
 	if firstErr != nil {
 		tail := firstTrace[max(len(firstTrace)-60, 0):]
-		t.Fatalf("seed %d: %v\n… last %d steps of its history:\n%s\nreplay: go test ./internal/elect/decide -run TestSimulation -sim.seed=%d -v",
-			firstSeed, firstErr, len(tail), strings.Join(tail, "\n"), firstSeed)
+		t.Fatalf("%s mix, seed %d: %v\n… last %d steps of its history:\n%s\nreplay: go test ./internal/elect/decide -run TestSimulation -sim.mix=%s -sim.seed=%d -v",
+			mix, firstSeed, firstErr, len(tail), strings.Join(tail, "\n"), mix, firstSeed)
 	}
-	t.Logf("%d histories (seeds %d–%d), %d steps, in %v: no violation", histories.Load(), *simFirst, last-1, steps.Load(), time.Since(started).Round(time.Millisecond))
+	t.Logf("%s mix: %d histories (seeds %d–%d), %d steps, in %v: no violation", mix, histories.Load(), *simFirst, last-1, steps.Load(), time.Since(started).Round(time.Millisecond))
 	t.Logf("%d one-write handovers landed, %d terms adopted from one (%d by a withdrawn instance, AcceptHandovers)", handovers.Load(), adopted.Load(), adoptedWithdrawn.Load())
 	if histories.Load() >= minAdoptionSeeds && (adopted.Load() == 0 || adoptedWithdrawn.Load() == 0) {
 		t.Fatalf("%d histories adopted %d handovers, %d while withdrawn: the one-write handover went unchecked", histories.Load(), adopted.Load(), adoptedWithdrawn.Load())
