@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // Exit statuses of the client subcommands (status, token, wait, release),
@@ -126,7 +128,7 @@ configured by LEASEHOLD_* environment variables: this is how the chart, the
 manifests and the image's ENTRYPOINT start it.
 
 status, token, wait and release ask the sidecar in this pod, on its local API
-at --addr (default: $LEASEHOLD_API_ADDR, else `+defaultAddr+`). They work
+at --addr (default: $LEASEHOLD_API_ADDR, else `+client.DefaultAddr+`). They work
 in the image, which holds nothing but the binary:
   kubectl exec POD -c leasehold -- /leasehold status
 

@@ -49,7 +49,7 @@ func TestUsageErrorsExitTwoAndNeverStartTheSidecar(t *testing.T) {
 		{"-h", "x"}, {"--help", "status"}, {"--version", "x"},
 		{"sidecar", "extra"}, {"sidecar", "--flag"}, {"sidecar", "-v"},
 		{"status", "extra"}, {"status", "--bogus"}, {"status", "-o", "yaml"}, {"status", "-o"},
-		{"status", "--addr", "nope"}, {"status", "--addr", "127.0.0.1:0"}, {"status", "--addr", "https://127.0.0.1:4040"},
+		{"status", "--addr", "nope"}, {"status", "--addr", "127.0.0.1:0"}, {"status", "--addr", "ftp://127.0.0.1:4040"},
 		{"status", "--addr", "http://127.0.0.1:4040/v1"},
 		{"token", "now"}, {"token", "-o", "yaml"},
 		{"wait", "--timeout", "-1s"}, {"wait", "--timeout", "soon"}, {"wait", "5s"},

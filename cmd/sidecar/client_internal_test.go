@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -80,29 +79,6 @@ var (
 		Term: 5, FencingToken: 1042, ObservedAt: "2026-07-01T11:59:59Z", Index: 7, Candidate: true,
 	}
 )
-
-func TestSidecarURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"127.0.0.1:4040":        "http://127.0.0.1:4040",
-		"localhost:4040":        "http://localhost:4040",
-		"http://127.0.0.1:4040": "http://127.0.0.1:4040",
-		"http://[::1]:4040/":    "http://[::1]:4040",
-		":4040":                 "http://127.0.0.1:4040", // listen addresses, as in LEASEHOLD_API_ADDR
-		"0.0.0.0:4040":          "http://127.0.0.1:4040",
-		"[::]:4040":             "http://[::1]:4040",
-	} {
-		u, err := sidecarURL(in)
-		if err != nil || u.String() != want {
-			t.Errorf("sidecarURL(%q) = %v, %v; want %s", in, u, err, want)
-		}
-	}
-	for _, in := range []string{"", "4040", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000", "127.0.0.1:http",
-		"https://127.0.0.1:4040", "http://127.0.0.1:4040/v1", "http://127.0.0.1:4040?x=1", "http://u:p@127.0.0.1:4040", "http://"} {
-		if u, err := sidecarURL(in); err == nil {
-			t.Errorf("sidecarURL(%q) = %v, want an error", in, u)
-		}
-	}
-}
 
 // The sidecar is in the same pod: the client never uses a proxy, whatever
 // HTTP_PROXY says (pkg/client's default transport has no Proxy: its tests
@@ -447,25 +423,5 @@ func TestRelease(t *testing.T) {
 	r = invoke(t, nil, "release", "--for", "2h", "--addr", f.addr())
 	if r.code != exitUsage || !strings.Contains(r.stderr, `400 Bad Request: invalid for "2h0m0s": at most 1h0m0s`) {
 		t.Errorf("--for 2h: exit %d, stderr %q; want 2 and the sidecar's message", r.code, r.stderr)
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
-	for header, want := range map[string]time.Duration{
-		"":     250 * time.Millisecond,
-		"soon": 250 * time.Millisecond,
-		"0":    minRetry,
-		"2":    2 * time.Second,
-		"3600": maxRetryAfter,
-		"-1":   250 * time.Millisecond,
-		now.Add(5 * time.Second).Format(http.TimeFormat): 5 * time.Second,
-		now.Add(-time.Hour).Format(http.TimeFormat):      minRetry,
-		strconv.Itoa(1 << 40):                            maxRetryAfter,
-		"99999999999999999999999":                        maxRetryAfter,
-	} {
-		if got := retryAfter(header, now, 250*time.Millisecond); got != want {
-			t.Errorf("retryAfter(%q) = %v, want %v", header, got, want)
-		}
 	}
 }

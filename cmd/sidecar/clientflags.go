@@ -29,12 +29,12 @@ type clientFlags struct {
 // exec, a preStop hook) that is where the sidecar listens.
 func addClientFlags(fs *flag.FlagSet, getenv func(string) string, outputHelp string) *clientFlags {
 	f := &clientFlags{}
-	def := defaultAddr
+	def := client.DefaultAddr
 	if v := getenv("LEASEHOLD_API_ADDR"); v != "" {
 		def = v
 	}
 	fs.StringVar(&f.addr, "addr", def,
-		"the sidecar's API at `HOST:PORT` or http://HOST:PORT (the default is $LEASEHOLD_API_ADDR when set)")
+		"the sidecar's API at `HOST:PORT`, http://HOST:PORT or https://HOST:PORT (the default is $LEASEHOLD_API_ADDR when set)")
 	fs.StringVar(&f.output, "o", outputText, "output `format`: "+outputHelp)
 	fs.StringVar(&f.lease, "lease", "", "with a lease group: the Lease `NAME` to ask about (GET /v1/leases lists them)")
 	return f
@@ -49,7 +49,7 @@ func (f *clientFlags) client() (*sidecarClient, error) {
 	if strings.ContainsAny(f.lease, "/?#%") {
 		return nil, fmt.Errorf("--lease %q: want the name of a Lease of the sidecar's group", f.lease)
 	}
-	base, err := sidecarURL(f.addr)
+	base, err := client.ParseAddr(f.addr)
 	if err != nil {
 		return nil, fmt.Errorf("--addr %w", err)
 	}

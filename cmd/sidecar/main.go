@@ -13,7 +13,7 @@
 // help` prints the usage):
 //
 //	leasehold status|token|wait|release [--addr HOST:PORT] [-o text|json] ...
-//	leasehold run [--sidecar URL] [--grace D] [--start-delay D] -- COMMAND [ARG...]
+//	leasehold run [--addr URL] [--grace D] [--start-delay D] -- COMMAND [ARG...]
 //	leasehold install PATH
 //	leasehold version | help [COMMAND]
 //

@@ -24,6 +24,7 @@ import (
 	"github.com/leasehold/leasehold/internal/group"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // The sidecar in-process, through its seam (newSidecar, Run), against the
@@ -227,13 +228,7 @@ func getSoon(url string) apiAnswer {
 // await polls cond until it holds, failing t after a generous bound.
 func await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 30s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // polling; the deadline decides
-	}
+	poll.Until(t, 30*time.Second, 20*time.Millisecond, what, cond)
 }
 
 // The shutdown order, step by step, as the world sees it: the test stops

@@ -1,32 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
-	"github.com/leasehold/leasehold/pkg/api"
 	"github.com/leasehold/leasehold/pkg/client"
-)
-
-// Waiting for leadership: each request asks the sidecar to block at most
-// maxLeaderWait (the API allows 10m), and is given up waitSlack after that.
-const (
-	maxLeaderWait = 5 * time.Minute
-	waitSlack     = 5 * time.Second
-)
-
-// Retrying a sidecar that does not answer, or answers with an error (503
-// while it shuts down): after minRetry, doubling up to maxRetry, or after
-// its Retry-After, within [minRetry, maxRetryAfter].
-const (
-	minRetry      = 100 * time.Millisecond
-	maxRetry      = time.Second
-	maxRetryAfter = 30 * time.Second
 )
 
 // waitCommand is `leasehold wait`: block on GET /v1/leader?wait= until this
@@ -71,92 +54,42 @@ again after a short backoff, until --timeout.
 	return c
 }
 
-// waitLeader asks GET /v1/leader?wait= (or a Lease's of a group) until
-// this instance leads or timeout (0: none) has passed, at least once.
+// waitLeader waits, through client.WaitLeaderFor, until this instance
+// leads or timeout (0: none) has passed, asking at least once. It asks
+// again after no answer or a 503 (saying so once on stderr for each run of
+// failures), and gives up on any other answer that is not a status.
 func waitLeader(e *env, sc *sidecarClient, timeout time.Duration, output string) int {
-	start := e.now()
-	remaining := func() time.Duration {
-		if timeout == 0 {
-			return maxLeaderWait
-		}
-		return timeout - e.now().Sub(start)
-	}
-	var (
-		problem error // why the last request got no usable answer; nil after a status
-		last    api.Status
-		backoff = minRetry
-	)
-	for asked := false; ; asked = true {
-		left := remaining()
-		if left <= 0 && asked {
-			break
-		}
-		// Asked at least once, even when the timeout is spent before the
-		// first request (a leader with --timeout 1ms exits 0).
-		wait := max(min(left, maxLeaderWait), 0).Truncate(time.Millisecond)
-		var st api.Status
-		err := call(e.ctx, wait+waitSlack, func(ctx context.Context) (err error) {
-			st, err = sc.Leader(ctx, wait)
-			return err
-		})
-		if e.ctx.Err() != nil {
-			return failed(e, "wait", e.ctx.Err())
-		}
+	st, err := sc.WaitLeaderFor(e.ctx, timeout, func(err error, first bool) bool {
 		refused, isAnswer := errors.AsType[*client.Error](err)
-		_, unreachable := errors.AsType[*unreachableError](err)
-		var delay time.Duration
-		switch {
-		case err == nil && st.Leader:
-			if output == outputJSON {
-				_, _ = e.stdout.Write(sc.last)
-			} else {
-				fmt.Fprintf(e.stdout, "leading: term %d, fencing token %s, valid for %v (until %s)\n",
-					st.Term, st.FencingToken, time.Duration(st.ValidForMs)*time.Millisecond, st.ValidUntil)
-			}
-			return exitDone
-		case err == nil:
-			// Not leading when the wait ran out (503 with a status).
-			problem, last, backoff = nil, st, minRetry
-			continue
-		case unreachable:
-			delay = backoff
-		case isAnswer && refused.StatusCode == http.StatusServiceUnavailable:
-			// An error, such as "shutting down": ask again after its Retry-After.
-			delay = retryAfter(refused.Header.Get("Retry-After"), e.now(), backoff)
-		default:
-			return failed(e, "wait", err) // another answer, or one that is not a status
+		if isAnswer && refused.StatusCode != http.StatusServiceUnavailable {
+			return false
 		}
-		if problem == nil {
-			fmt.Fprintf(e.stderr, "leasehold wait: %v; asking again\n", err)
+		if _, ok := errors.AsType[*url.Error](err); !ok && !isAnswer {
+			return false // a 200 that is not a status
 		}
-		problem = err
-		timer := time.NewTimer(min(delay, max(remaining(), 0)))
-		select {
-		case <-e.ctx.Done():
-			timer.Stop()
-			return failed(e, "wait", e.ctx.Err())
-		case <-timer.C:
+		if first {
+			fmt.Fprintf(e.stderr, "leasehold wait: %v; asking again\n", noAnswer(err, 0))
 		}
-		backoff = min(2*backoff, maxRetry)
+		return true
+	})
+	if e.ctx.Err() != nil {
+		return failed(e, "wait", e.ctx.Err())
 	}
-	if problem != nil {
-		return failed(e, "wait", fmt.Errorf("gave up after %v: %w", timeout, problem))
+	if te, ok := errors.AsType[*client.TimeoutError](err); ok {
+		if te.Err != nil {
+			return failed(e, "wait", fmt.Errorf("gave up after %v: %w", timeout, noAnswer(te.Err, 0)))
+		}
+		fmt.Fprintf(e.stderr, "leasehold wait: %v\n", te)
+		return exitNotLeader
 	}
-	holder := last.Holder
-	if holder == "" {
-		holder = "none"
+	if err != nil {
+		return failed(e, "wait", noAnswer(err, 0))
 	}
-	fmt.Fprintf(e.stderr, "leasehold wait: not leading after %v (holder: %s)\n", timeout, holder)
-	return exitNotLeader
-}
-
-// retryAfter is how long to wait for a Retry-After header (delta-seconds or
-// an HTTP date, judged by now), within [minRetry, maxRetryAfter]; def when
-// the header is absent or does not parse.
-func retryAfter(header string, now time.Time, def time.Duration) time.Duration {
-	d, ok := client.ParseRetryAfter(header, now)
-	if !ok {
-		return def
+	if output == outputJSON {
+		_, _ = e.stdout.Write(sc.last)
+	} else {
+		fmt.Fprintf(e.stdout, "leading: term %d, fencing token %s, valid for %v (until %s)\n",
+			st.Term, st.FencingToken, time.Duration(st.ValidForMs)*time.Millisecond, st.ValidUntil)
 	}
-	return min(max(d, minRetry), maxRetryAfter)
+	return exitDone
 }

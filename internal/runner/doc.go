@@ -4,7 +4,7 @@
 // It runs in the app container and talks to the sidecar's HTTP API only,
 // through pkg/client:
 //
-//	leasehold run [--sidecar http://127.0.0.1:4040] [--grace 3s] [--start-delay 4s] -- COMMAND [ARG...]
+//	leasehold run [--addr http://127.0.0.1:4040] [--grace 3s] [--start-delay 4s] -- COMMAND [ARG...]
 //
 // # Safety contract
 //

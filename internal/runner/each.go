@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // EnvLease names, in the environment of each copy `leasehold run --each`
@@ -78,22 +80,23 @@ func RunEach(ctx context.Context, cfg Config) int {
 }
 
 // groupLeases asks GET /v1/leases until the sidecar answers 200 or ctx
-// ends, and returns the names of its Leases.
+// ends, again after failures as client.Backoff says, and returns the names
+// of its Leases.
 func groupLeases(ctx context.Context, sc *sidecar, log *slog.Logger) ([]string, bool) {
 	defer sc.client.CloseIdleConnections()
-	backoff := minBackoff
+	var backoff client.Backoff
 	for {
 		names, err := sc.leaseNames(ctx)
 		if err == nil {
 			return names, true
 		}
-		log.Warn("cannot list the sidecar's Leases; retrying", "err", err, "retryIn", backoff)
+		delay, _ := backoff.Delay(err, time.Now())
+		log.Warn("cannot list the sidecar's Leases; retrying", "err", err, "retryIn", delay)
 		select {
 		case <-ctx.Done():
 			return nil, false
-		case <-time.After(backoff):
+		case <-time.After(delay):
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 

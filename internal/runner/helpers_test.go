@@ -20,6 +20,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
@@ -353,13 +354,7 @@ func (f *fakeSidecar) awaitRequests(t *testing.T, index string, n int) []watchRe
 // eventually polls cond until it holds, failing t after generous.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(generous)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.Until(t, generous, 2*time.Millisecond, what, cond)
 }
 
 // record is one log record of the runner, with the fake clock's time when

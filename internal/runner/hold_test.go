@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // The command starts only under a hold on its term, and the hold ends only
@@ -126,14 +128,14 @@ func TestHoldAskedAgainWithoutAnAnswer(t *testing.T) {
 	startRun(t, s.cfg)
 	s.sidecar.awaitRequests(t, "1", 1)
 	s.clock.Step(time.Second)
-	if got := s.logs.await(t, "did not grant the hold", 1).attrs["retryIn"]; got != minBackoff.String() {
-		t.Errorf("retryIn = %s, want %v", got, minBackoff)
+	if got := s.logs.await(t, "did not grant the hold", 1).attrs["retryIn"]; got != client.MinBackoff.String() {
+		t.Errorf("retryIn = %s, want %v", got, client.MinBackoff)
 	}
 	s.sidecar.setHoldMode(holdGrant)
-	s.clock.Step(minBackoff)
+	s.clock.Step(client.MinBackoff)
 	s.awaitLine(t, "start", 1)
-	if at := s.logs.await(t, "command started", 1).at; !at.Equal(t0.Add(time.Second + minBackoff)) {
-		t.Errorf("command started at fake +%v, want +%v", at.Sub(t0), time.Second+minBackoff)
+	if at := s.logs.await(t, "command started", 1).at; !at.Equal(t0.Add(time.Second + client.MinBackoff)) {
+		t.Errorf("command started at fake +%v, want +%v", at.Sub(t0), time.Second+client.MinBackoff)
 	}
 	if h := s.sidecar.holds(); len(h) != 2 || !h[1].granted {
 		t.Errorf("holds %+v, want a dropped one, then a granted one", h)

@@ -8,11 +8,13 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/pkg/client"
 )
 
 // Defaults of the command line.
 const (
-	DefaultSidecar = "http://127.0.0.1:4040"
+	DefaultSidecar = client.DefaultURL
 	DefaultGrace   = 3 * time.Second
 	// DefaultStartMargin is how much longer than grace the start delay is
 	// by default: time for the previous holder's runner to learn of its
@@ -22,7 +24,7 @@ const (
 )
 
 // Usage is the synopsis of `leasehold run`.
-const Usage = "usage: leasehold run [--sidecar URL] [--grace DURATION] [--start-delay DURATION] [--lease NAME | --each] -- COMMAND [ARG...]"
+const Usage = "usage: leasehold run [--addr URL] [--grace DURATION] [--start-delay DURATION] [--lease NAME | --each] -- COMMAND [ARG...]"
 
 // Options are what the command line of `leasehold run` sets.
 type Options struct {
@@ -58,7 +60,7 @@ func usagef(format string, args ...any) error {
 // *UsageError for a command line that breaks a rule, and flag.ErrHelp for
 // -h or --help (print PrintDefaults then).
 func ParseArgs(args []string) (Options, error) {
-	fs, sidecar, grace, startDelay, lease, each := flagSet()
+	fs, addr, grace, startDelay, lease, each := flagSet()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return Options{}, err
@@ -73,9 +75,21 @@ func ParseArgs(args []string) (Options, error) {
 	if len(rest) == 0 || rest[0] == "" {
 		return Options{}, usagef("missing command after -- (%s)", Usage)
 	}
-	u, err := sidecarURL(*sidecar)
+	addrFlag := "--addr"
+	addrSet, aliasSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		addrSet = addrSet || f.Name == "addr"
+		aliasSet = aliasSet || f.Name == "sidecar"
+	})
+	if addrSet && aliasSet {
+		return Options{}, usagef("--addr and --sidecar: give one (--sidecar is another name of --addr)")
+	}
+	if aliasSet {
+		addrFlag = "--sidecar"
+	}
+	u, err := client.ParseAddr(*addr)
 	if err != nil {
-		return Options{}, err
+		return Options{}, usagef("%s %v", addrFlag, err)
 	}
 	if *grace <= 0 {
 		return Options{}, usagef("--grace %s: must be positive", *grace)
@@ -113,24 +127,12 @@ func PrintDefaults(w io.Writer) {
 func flagSet() (*flag.FlagSet, *string, *time.Duration, *time.Duration, *string, *bool) {
 	fs := flag.NewFlagSet("leasehold run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by the caller, on one line
-	sidecar := fs.String("sidecar", DefaultSidecar, "base `URL` of the leasehold sidecar's API")
+	addr := fs.String("addr", DefaultSidecar, "the leasehold sidecar's API at `URL` (http:// or https://, no path) or HOST:PORT")
+	fs.StringVar(addr, "sidecar", DefaultSidecar, "another name of --addr, for scripts written before it")
 	grace := fs.Duration("grace", DefaultGrace, "time between SIGTERM and SIGKILL when the command is stopped")
 	startDelay := fs.Duration("start-delay", 0,
 		"how long this instance must be seen leading before the command starts; longer than --grace (default --grace + 1s)")
 	lease := fs.String("lease", "", "with a lease group: run while this instance holds the Lease `NAME`")
 	each := fs.Bool("each", false, "with a lease group: run one copy of the command per Lease held (LEASEHOLD_LEASE names it)")
-	return fs, sidecar, grace, startDelay, lease, each
-}
-
-// sidecarURL checks the --sidecar value: http or https, a host, no path
-// beyond "/", no query or fragment.
-func sidecarURL(raw string) (*url.URL, error) {
-	const rule = "want an http:// or https:// URL with a host and no path, such as " + DefaultSidecar
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, usagef("--sidecar %q: %s", raw, rule)
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	return u, nil
+	return fs, addr, grace, startDelay, lease, each
 }

@@ -1,12 +1,9 @@
 package runner
 
 import (
-	"errors"
 	"net/http"
 	"testing"
 	"time"
-
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/leasehold/leasehold/pkg/client"
 )
@@ -46,8 +43,8 @@ func TestDeadlineFiresWhileWaitingOutRetryAfter(t *testing.T) {
 	s.awaitStart(t) // started at +1s; deadline +10s; the watch (index 1) is held
 
 	s.sidecar.refuse(&refusal{code: http.StatusServiceUnavailable, retryAfter: "3600"})
-	if got := s.logs.await(t, "sidecar asked to retry later", 1).attrs["retryIn"]; got != maxRetryAfter.String() {
-		t.Errorf("retryIn = %s for Retry-After: 3600, want the bound %v", got, maxRetryAfter)
+	if got := s.logs.await(t, "sidecar asked to retry later", 1).attrs["retryIn"]; got != client.MaxRetryAfter.String() {
+		t.Errorf("retryIn = %s for Retry-After: 3600, want the bound %v", got, client.MaxRetryAfter)
 	}
 	s.clock.Step(9 * time.Second) // +10s
 	s.awaitLine(t, "term", 1)
@@ -63,35 +60,5 @@ func TestDeadlineFiresWhileWaitingOutRetryAfter(t *testing.T) {
 	s.sidecar.awaitRequests(t, "1", 2)
 	if run.returned() {
 		t.Fatalf("runner exited (%d); want it to wait for leadership again", run.code)
-	}
-}
-
-// retryDelay honours Retry-After in both forms, within [minBackoff,
-// maxRetryAfter], and only on an answer other than 200.
-func TestRetryDelay(t *testing.T) {
-	clk := clocktesting.NewFakeClock(t0)
-	for value, want := range map[string]time.Duration{
-		"2":                    2 * time.Second,
-		"0":                    minBackoff,
-		"30":                   30 * time.Second,
-		"31":                   maxRetryAfter,
-		"3600":                 maxRetryAfter,
-		"99999999999999999999": maxRetryAfter,
-		t0.Add(5 * time.Second).Format(http.TimeFormat):  5 * time.Second,
-		t0.Add(-5 * time.Second).Format(http.TimeFormat): minBackoff,
-		t0.Add(time.Hour).Format(http.TimeFormat):        maxRetryAfter,
-	} {
-		got, ok := retryDelay(&client.Error{StatusCode: 503, Header: http.Header{"Retry-After": {value}}}, clk)
-		if !ok || got != want {
-			t.Errorf("Retry-After %q: %v, %v; want %v", value, got, ok, want)
-		}
-	}
-	for _, value := range []string{"", "-1", "soon", "1.5"} {
-		if got, ok := retryDelay(&client.Error{StatusCode: 503, Header: http.Header{"Retry-After": {value}}}, clk); ok {
-			t.Errorf("Retry-After %q: %v; want none (the short backoff)", value, got)
-		}
-	}
-	if got, ok := retryDelay(errors.New("connection refused"), clk); ok {
-		t.Errorf("an unreachable sidecar: %v; want none (the short backoff)", got)
 	}
 }

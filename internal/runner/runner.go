@@ -72,9 +72,9 @@ type runner struct {
 	// that term is ending, and its command never starts.
 	refused fence.Token
 	// holdRetryAt is when to ask again for a hold on the current term after
-	// a request got no answer; holdBackoff the delay before that.
+	// a request got no answer; holdRetry paces those requests.
 	holdRetryAt time.Time
-	holdBackoff time.Duration
+	holdRetry   client.Backoff
 }
 
 // Run waits for leadership, runs the command while this instance leads,
@@ -214,7 +214,7 @@ func (r *runner) held(res holdResult) error {
 	_, refused := errors.AsType[*client.Error](res.err)
 	switch {
 	case res.err == nil:
-		r.holdBackoff = 0
+		r.holdRetry.Reset()
 		if !current {
 			r.log.Debug("hold granted for a term that is over: ending it", "fencingToken", res.token)
 			res.hold.close()
@@ -234,9 +234,9 @@ func (r *runner) held(res holdResult) error {
 		r.log.Info("the sidecar refused to hold the term (it is ending): the command does not start for it",
 			"fencingToken", res.token, "err", res.err)
 	case current:
-		r.holdBackoff = min(max(2*r.holdBackoff, minBackoff), maxBackoff)
-		r.holdRetryAt = r.clock.Now().Add(r.holdBackoff)
-		r.log.Warn("the sidecar did not grant the hold; asking again", "fencingToken", res.token, "err", res.err, "retryIn", r.holdBackoff)
+		delay, _ := r.holdRetry.Delay(res.err, r.clock.Now())
+		r.holdRetryAt = r.clock.Now().Add(delay)
+		r.log.Warn("the sidecar did not grant the hold; asking again", "fencingToken", res.token, "err", res.err, "retryIn", delay)
 	}
 	return nil
 }
@@ -276,7 +276,8 @@ func (r *runner) observe(a answer) string {
 		return why
 	}
 	r.cur = &term{token: st.FencingToken, number: st.Term, since: now, deadline: until}
-	r.holdRetryAt, r.holdBackoff = time.Time{}, 0
+	r.holdRetryAt = time.Time{}
+	r.holdRetry.Reset()
 	r.log.Info("this instance leads: the command starts after the start delay",
 		"fencingToken", st.FencingToken, "term", st.Term, "validForMs", until.Sub(now).Milliseconds(), "startDelay", r.cfg.StartDelay)
 	return why

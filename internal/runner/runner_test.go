@@ -364,7 +364,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{}, "missing --"},
 		{[]string{"--"}, "missing command"},
 		{[]string{"--sidecar", "ftp://127.0.0.1:4040", "--", "true"}, "--sidecar"},
-		{[]string{"--sidecar", "127.0.0.1:4040", "--", "true"}, "--sidecar"},
+		{[]string{"--sidecar", "127.0.0.1:0", "--", "true"}, "--sidecar"},
+		{[]string{"--addr", "ftp://127.0.0.1:4040", "--", "true"}, "--addr"},
+		{[]string{"--addr", "http://127.0.0.1:4040/v1", "--", "true"}, "--addr"},
+		{[]string{"--addr", "127.0.0.1:4040", "--sidecar", "127.0.0.1:4040", "--", "true"}, "--addr and --sidecar: give one"},
 		{[]string{"--sidecar", "http://127.0.0.1:4040/v1", "--", "true"}, "--sidecar"},
 		{[]string{"--sidecar", "http://127.0.0.1:4040?x=1", "--", "true"}, "--sidecar"},
 		{[]string{"--sidecar", "http://", "--", "true"}, "--sidecar"},
@@ -398,6 +401,14 @@ func TestUsageErrors(t *testing.T) {
 	if opts.Sidecar.String() != "http://localhost:9" || opts.Grace != 250*time.Millisecond || opts.StartDelay != 1250*time.Millisecond ||
 		!slices.Equal(opts.Command, []string{"sh", "-c", "echo --grace"}) {
 		t.Errorf("parsed %+v", opts)
+	}
+	for _, flag := range []string{"--addr", "--sidecar"} { // --sidecar: another name of --addr
+		for addr, want := range map[string]string{"127.0.0.1:9": "http://127.0.0.1:9", "https://localhost:9/": "https://localhost:9", ":9": "http://127.0.0.1:9"} {
+			opts, err := ParseArgs([]string{flag, addr, "--", "app"})
+			if err != nil || opts.Sidecar.String() != want {
+				t.Errorf("%s %s: %v, %v; want %s", flag, addr, opts.Sidecar, err, want)
+			}
+		}
 	}
 	opts, err = ParseArgs([]string{"--grace", "1s", "--start-delay", "1500ms", "--", "app"})
 	if err != nil || opts.StartDelay != 1500*time.Millisecond {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -19,16 +18,6 @@ import (
 const (
 	minWait = 50 * time.Millisecond
 	maxWait = 5 * time.Minute
-)
-
-// Retrying an unreachable sidecar: the first retry after minBackoff, then
-// doubling up to maxBackoff. An answer other than 200 with Retry-After (a
-// sidecar shutting down answers 503 with it) is retried after that long
-// instead, within [minBackoff, maxRetryAfter].
-const (
-	minBackoff    = 100 * time.Millisecond
-	maxBackoff    = time.Second
-	maxRetryAfter = 30 * time.Second
 )
 
 // requestSlack is added to a watch's wait (and the server's jitter, at most
@@ -67,21 +56,6 @@ func (s *sidecar) watch(ctx context.Context, index uint64, wait time.Duration) (
 	return s.client.Poll(ctx, index, wait)
 }
 
-// retryDelay is how long to wait before asking again after err: the
-// Retry-After of an answer other than 200 (delta-seconds or an HTTP date,
-// judged by clk), clamped to [minBackoff, maxRetryAfter]; ok is false when
-// err has none, or none that parses.
-func retryDelay(err error, clk clock.PassiveClock) (d time.Duration, ok bool) {
-	e, isAnswer := errors.AsType[*client.Error](err)
-	if !isAnswer {
-		return 0, false
-	}
-	if d, ok = e.RetryAfter(clk.Now()); !ok {
-		return 0, false
-	}
-	return min(max(d, minBackoff), maxRetryAfter), true
-}
-
 // answer is one status from the sidecar, with the runner's clock reading
 // taken just before the request that got it was sent: the sidecar computed
 // it later, so sent + validForMs never overstates the validity.
@@ -94,9 +68,8 @@ type answer struct {
 
 // watcher keeps at most one watch request in flight, on a goroutine of its
 // own, so that the runner's loop never blocks on the sidecar: its timers
-// fire whether or not the sidecar answers. A request retries, with a short
-// backoff or after the sidecar's Retry-After, until the sidecar answers or
-// the watcher is closed.
+// fire whether or not the sidecar answers. A request retries, by
+// client.Backoff, until the sidecar answers or the watcher is closed.
 type watcher struct {
 	sidecar *sidecar
 	clock   clock.Clock
@@ -150,12 +123,12 @@ func (w *watcher) close() {
 }
 
 // fetch asks until the sidecar answers, then delivers the answer. It ends
-// when ctx does. Between attempts it waits backoff (from minBackoff,
-// doubling up to maxBackoff), or the Retry-After the sidecar asked for
-// (retryDelay). The runner's loop keeps its own timers meanwhile: waiting
-// here never delays the validity deadline.
+// when ctx does. Between attempts it waits as client.Backoff says, on the
+// runner's clock: a short backoff, or the Retry-After of a 503. The
+// runner's loop keeps its own timers meanwhile: waiting here never delays
+// the validity deadline.
 func (w *watcher) fetch(ctx context.Context, index uint64, wait time.Duration) {
-	backoff := minBackoff
+	var backoff client.Backoff
 	for attempt := 1; ; attempt++ {
 		sent := w.clock.Now()
 		st, next, err := w.sidecar.watch(ctx, index, wait)
@@ -169,9 +142,8 @@ func (w *watcher) fetch(ctx context.Context, index uint64, wait time.Duration) {
 		if ctx.Err() != nil {
 			return
 		}
-		delay := backoff
-		if d, ok := retryDelay(err, w.clock); ok {
-			delay = d
+		delay, asked := backoff.Delay(err, w.clock.Now())
+		if asked {
 			w.log.Warn("sidecar asked to retry later", "err", err, "attempt", attempt, "retryIn", delay)
 		} else {
 			w.log.Warn("sidecar did not answer; retrying", "err", err, "attempt", attempt, "retryIn", delay)
@@ -183,6 +155,5 @@ func (w *watcher) fetch(ctx context.Context, index uint64, wait time.Duration) {
 			return
 		case <-timer.C():
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }

@@ -651,3 +651,73 @@ func TestHoldRefused(t *testing.T) {
 		t.Errorf("%v, %v; want ErrConflict", h, err)
 	}
 }
+
+// WaitLeaderFor asks for at most what is left of its timeout, at least
+// once, and when the timeout passes says so with the last status (or the
+// last failure); retrying sees each failure, first only the first in a
+// row, and may give up.
+func TestWaitLeaderFor(t *testing.T) {
+	s, c := newSidecar(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("wait") {
+			d, _ := time.ParseDuration(r.URL.Query().Get("wait"))
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+			}
+		}
+		reply(w, 503, following, "Retry-After", "1")
+	})
+	_, err := c.WaitLeaderFor(t.Context(), 300*time.Millisecond, nil)
+	te, ok := errors.AsType[*client.TimeoutError](err)
+	if !ok || te.Err != nil || te.Status != following || err.Error() != "not leading after 300ms (holder: "+following.Holder+")" {
+		t.Fatalf("%v: want a *TimeoutError with the last status", err)
+	}
+	reqs := s.recorded()
+	if w, err := time.ParseDuration(reqs[0].URL.Query().Get("wait")); err != nil || w <= 0 || w > 300*time.Millisecond {
+		t.Errorf("first request waits %q, want at most the timeout", reqs[0].URL.Query().Get("wait"))
+	}
+
+	s, c = newSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, leading) })
+	if st, err := c.WaitLeaderFor(t.Context(), time.Nanosecond, nil); err != nil || st != leading {
+		t.Errorf("1ns: %+v, %v; want the leader's status", st, err)
+	}
+	if reqs := s.recorded(); len(reqs) != 1 || reqs[0].URL.Query().Has("wait") {
+		t.Errorf("1ns: requests %v; want one, that does not block", reqs)
+	}
+
+	var mu sync.Mutex
+	n := 0
+	_, c = newSidecar(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		switch k {
+		case 1, 2, 4:
+			reply(w, 503, `{"error":"shutting down","code":"shutting_down"}`, "Retry-After", "0")
+		case 3:
+			reply(w, 503, following)
+		default:
+			reply(w, 502, "<html>bad gateway</html>")
+		}
+	})
+	var firsts []bool
+	_, err = c.WaitLeaderFor(t.Context(), 0, func(err error, first bool) bool {
+		firsts = append(firsts, first)
+		var e *client.Error
+		return errors.As(err, &e) && e.StatusCode == 503
+	})
+	if e, ok := errors.AsType[*client.Error](err); !ok || e.StatusCode != 502 {
+		t.Errorf("%v: want the 502 retrying gave up on", err)
+	}
+	if want := []bool{true, false, true, false}; fmt.Sprint(firsts) != fmt.Sprint(want) {
+		t.Errorf("retrying saw first = %v, want %v", firsts, want)
+	}
+
+	closed, c := newSidecar(t, func(w http.ResponseWriter, r *http.Request) {})
+	closed.Close()
+	_, err = c.WaitLeaderFor(t.Context(), 300*time.Millisecond, nil)
+	if te, ok := errors.AsType[*client.TimeoutError](err); !ok || te.Err == nil || !strings.HasPrefix(err.Error(), "gave up after 300ms: ") {
+		t.Errorf("unreachable: %v; want a *TimeoutError with the last failure", err)
+	}
+}

@@ -31,11 +31,14 @@
 //     them) are bounded by their wait plus the sidecar's jitter plus
 //     RequestSlack; every other request by the client's timeout
 //     (WithTimeout, DefaultTimeout by default); all by ctx.
-//   - WaitLeader and Watch retry by themselves: an unreachable sidecar
-//     after a backoff (100ms, doubling up to 1s), a 503 after its
-//     Retry-After (within [100ms, 30s]). They give up only on an answer
-//     that asking again cannot change (a 4xx, such as a wrong Lease name),
-//     or when ctx ends.
+//   - WaitLeader, WaitLeaderFor and Watch retry by themselves: an
+//     unreachable sidecar after a backoff (100ms, doubling up to 1s), a 503
+//     after its Retry-After (within [100ms, 30s]). They give up only on an
+//     answer that asking again cannot change (a 4xx, such as a wrong Lease
+//     name), when ctx ends, or when WaitLeaderFor's timeout passes. Backoff
+//     is the same policy for a caller's own loop, on its own clock.
+//   - ParseAddr reads an address as a person gives it (HOST:PORT, or an
+//     http:// or https:// URL), for New.
 //   - A Client is safe for concurrent use. Lease returns a Client for one
 //     Lease of a lease group, sharing the connections.
 package client

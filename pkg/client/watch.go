@@ -2,22 +2,11 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
-	"net/http"
 	"time"
 
 	"github.com/leasehold/leasehold/pkg/api"
-)
-
-// Retrying: an unreachable sidecar after minBackoff, doubling up to
-// maxBackoff; a 503 after its Retry-After, within [minBackoff,
-// maxRetryAfter].
-const (
-	minBackoff    = 100 * time.Millisecond
-	maxBackoff    = time.Second
-	maxRetryAfter = 30 * time.Second
 )
 
 // WaitLeader blocks until this instance is the valid leader, and returns
@@ -32,25 +21,91 @@ const (
 // The status says leader at the moment the sidecar answered: ask Token
 // before each write.
 func (c *Client) WaitLeader(ctx context.Context) (api.Status, error) {
-	var r retry
-	for {
-		st, err := c.Leader(ctx, DefaultWait)
+	return c.WaitLeaderFor(ctx, 0, nil)
+}
+
+// WaitLeaderFor is WaitLeader for at most timeout (0: as long as it
+// takes). Each request asks the sidecar to block for what is left of
+// timeout, at most DefaultWait, and it asks at least once, however short
+// timeout is (a leader then answers at once). When timeout passes first,
+// the error is a *TimeoutError.
+//
+// retrying, if not nil, is called with each failure that would be asked
+// again after a backoff (no answer, an answer other than a status and not
+// a 4xx), before the delay; first says whether it is the first failure
+// since the start or since the last status. When it returns false,
+// WaitLeaderFor gives up and returns err.
+func (c *Client) WaitLeaderFor(ctx context.Context, timeout time.Duration, retrying func(err error, first bool) bool) (api.Status, error) {
+	start := time.Now()
+	left := func() time.Duration {
+		if timeout == 0 {
+			return DefaultWait
+		}
+		return timeout - time.Since(start)
+	}
+	var (
+		r    retry
+		last api.Status // the last status answered
+	)
+	for asked := false; ; asked = true {
+		remaining := left()
+		if remaining <= 0 && asked {
+			return api.Status{}, &TimeoutError{Timeout: timeout, Status: last, Err: r.last}
+		}
+		wait := min(max(remaining, 0), DefaultWait).Truncate(time.Millisecond)
+		st, err := c.leaderWithin(ctx, wait)
 		switch {
 		case ctx.Err() != nil:
 			return api.Status{}, r.ended(ctx)
 		case err == nil && st.Leader:
 			return st, nil
 		case err == nil:
+			last = st
 			r.succeeded()
 			continue
-		case permanent(err):
+		case permanent(err), retrying != nil && !retrying(err, r.last == nil):
 			return api.Status{}, err
 		}
-		if !r.wait(ctx, err) {
+		if !r.wait(ctx, err, left()) {
 			return api.Status{}, r.ended(ctx)
 		}
 	}
 }
+
+// leaderWithin is Leader(ctx, wait), given up after blockingTimeout(wait)
+// even when wait is 0 and the client has no timeout.
+func (c *Client) leaderWithin(ctx context.Context, wait time.Duration) (api.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, blockingTimeout(wait))
+	defer cancel()
+	return c.Leader(ctx, wait)
+}
+
+// TimeoutError is WaitLeaderFor's error when its timeout passed before this
+// instance led.
+type TimeoutError struct {
+	Timeout time.Duration
+	// Status is the last status the sidecar answered; zero if none.
+	Status api.Status
+	// Err is the last request's failure; nil when it got a status (this
+	// instance was not leading when the wait ran out).
+	Err error
+}
+
+// Error is "not leading after TIMEOUT (holder: H)", or "gave up after
+// TIMEOUT: ERR" when the last request failed.
+func (e *TimeoutError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("gave up after %v: %v", e.Timeout, e.Err)
+	}
+	holder := e.Status.Holder
+	if holder == "" {
+		holder = "none"
+	}
+	return fmt.Sprintf("not leading after %v (holder: %s)", e.Timeout, holder)
+}
+
+// Unwrap is the last request's failure, if any.
+func (e *TimeoutError) Unwrap() error { return e.Err }
 
 // Watch follows the state of the Lease with blocking queries (Poll, with
 // DefaultWait): it yields the current status at once, then each status
@@ -77,7 +132,7 @@ func (c *Client) Watch(ctx context.Context) iter.Seq2[api.Status, error] {
 		for ctx.Err() == nil {
 			st, next, err := c.Poll(ctx, index, DefaultWait)
 			if err != nil {
-				if ctx.Err() != nil || !yield(api.Status{}, err) || permanent(err) || !r.wait(ctx, err) {
+				if ctx.Err() != nil || !yield(api.Status{}, err) || permanent(err) || !r.wait(ctx, err, MaxRetryAfter) {
 					return
 				}
 				continue
@@ -107,7 +162,7 @@ func (c *Client) WatchLeases(ctx context.Context) iter.Seq2[api.Leases, error] {
 		for ctx.Err() == nil {
 			all, err := c.pollLeases(ctx, index, DefaultWait)
 			if err != nil {
-				if ctx.Err() != nil || !yield(api.Leases{}, err) || permanent(err) || !r.wait(ctx, err) {
+				if ctx.Err() != nil || !yield(api.Leases{}, err) || permanent(err) || !r.wait(ctx, err, MaxRetryAfter) {
 					return
 				}
 				continue
@@ -121,52 +176,4 @@ func (c *Client) WatchLeases(ctx context.Context) iter.Seq2[api.Leases, error] {
 			}
 		}
 	}
-}
-
-// retry paces the requests of a loop after failures.
-type retry struct {
-	backoff time.Duration // the next backoff; 0: minBackoff
-	last    error         // the last failure; nil after a success
-}
-
-// succeeded notes an answer: the next failure starts the backoff over.
-func (r *retry) succeeded() { r.backoff, r.last = 0, nil }
-
-// wait sleeps before asking again after err (delay), and reports false if
-// ctx ended first.
-func (r *retry) wait(ctx context.Context, err error) bool {
-	timer := time.NewTimer(r.delay(err, time.Now()))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	}
-}
-
-// delay notes the failure err and returns how long to wait before asking
-// again: its Retry-After, judged at now, for a 503 that has one (within
-// [minBackoff, maxRetryAfter]), else the backoff, which then doubles up to
-// maxBackoff.
-func (r *retry) delay(err error, now time.Time) time.Duration {
-	r.last = err
-	r.backoff = max(r.backoff, minBackoff)
-	d := r.backoff
-	if e, ok := errors.AsType[*Error](err); ok && e.StatusCode == http.StatusServiceUnavailable {
-		if ra, ok := e.RetryAfter(now); ok {
-			d = min(max(ra, minBackoff), maxRetryAfter)
-		}
-	}
-	r.backoff = min(2*r.backoff, maxBackoff)
-	return d
-}
-
-// ended is the error of a loop that ctx ended: ctx's, with the last
-// failure if the last request failed.
-func (r *retry) ended(ctx context.Context) error {
-	if r.last != nil {
-		return fmt.Errorf("%w (the last request failed: %v)", ctx.Err(), r.last)
-	}
-	return ctx.Err()
 }

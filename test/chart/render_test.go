@@ -148,7 +148,7 @@ var ciExpectations = map[string]expectation{
 				t.Errorf("mounts: installer %v, app %v; want leasehold-bin at /leasehold-bin, read-only in the app", installer.VolumeMounts, app.VolumeMounts)
 			}
 			apiURL := "http://127.0.0.1:4040"
-			if want := []string{"/leasehold-bin/leasehold", "run", "--sidecar", apiURL, "--"}; len(app.Command) < len(want) || !slices.Equal(app.Command[:len(want)], want) {
+			if want := []string{"/leasehold-bin/leasehold", "run", "--addr", apiURL, "--"}; len(app.Command) < len(want) || !slices.Equal(app.Command[:len(want)], want) {
 				t.Errorf("app command %v: want it under %v", app.Command, want)
 			}
 		},

@@ -12,6 +12,7 @@ import (
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 	"github.com/leasehold/leasehold/internal/testing/overlap"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // TestEachRunsOneCopyPerLeaseHeld: two sidecars of a group of 2 shards,
@@ -115,11 +116,5 @@ func checkCopiesApart(t *testing.T, shard string, dirs ...string) {
 // eventually polls cond until it holds, failing the test after generous.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(generous)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s within %v", what, generous)
-		}
-		time.Sleep(20 * time.Millisecond) // polling files; the deadline decides
-	}
+	poll.Until(t, generous, 20*time.Millisecond, what, cond) // polling files
 }

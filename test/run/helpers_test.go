@@ -30,7 +30,7 @@ type runner struct {
 	exited chan struct{}
 }
 
-// startRunner starts `leasehold run --sidecar <sidecar> --grace <grace>
+// startRunner starts `leasehold run --addr <sidecar> --grace <grace>
 // --start-delay <startDelay> -- command...` with env (plus PATH), its output in logPath. When the test
 // ends it is sent SIGTERM, and SIGKILL if it has not exited generous later.
 func startRunner(t *testing.T, sidecar, logPath string, env []string, command ...string) *runner {
@@ -41,7 +41,7 @@ func startRunner(t *testing.T, sidecar, logPath string, env []string, command ..
 // startRunnerWith is startRunner with flags added before the "--".
 func startRunnerWith(t *testing.T, sidecar, logPath string, env, flags []string, command ...string) *runner {
 	t.Helper()
-	args := append([]string{"run", "--sidecar", sidecar, "--grace", grace.String(), "--start-delay", startDelay.String()}, flags...)
+	args := append([]string{"run", "--addr", sidecar, "--grace", grace.String(), "--start-delay", startDelay.String()}, flags...)
 	args = append(append(args, "--"), command...)
 	out, err := os.Create(logPath)
 	if err != nil {

@@ -203,7 +203,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--grace", "0s", "--", "true"}, "--grace"},
-		{[]string{"run", "--sidecar", "localhost:4040", "--", "true"}, "--sidecar"},
+		{[]string{"run", "--sidecar", "localhost:0", "--", "true"}, "--sidecar"},
+		{[]string{"run", "--addr", "ftp://localhost:4040", "--", "true"}, "--addr"},
 		{[]string{"run", "--bogus", "--", "true"}, "-bogus"},
 		{[]string{"run", "true"}, "missing --"},
 		{[]string{"run", "--"}, "missing command"},
