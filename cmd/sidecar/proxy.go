@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -19,6 +20,7 @@ import (
 func newProxy(cfg config.Config, elector *elect.Elector, clk clock.PassiveClock, reg prometheus.Registerer, log *slog.Logger) (*proxy.Proxy, error) {
 	return proxy.New(proxy.Config{
 		Upstream:   cfg.ProxyUpstream,
+		Lease:      cfg.LeaseNamespace + "/" + cfg.LeaseName,
 		View:       func(now time.Time) proxy.View { return viewOf(elector.Snapshot(), now) },
 		Clock:      clk,
 		Registerer: reg,
@@ -46,5 +48,36 @@ func newProxyServer(p *proxy.Proxy) *http.Server {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
+	}
+}
+
+// followTerms closes the proxy's long-lived connections of each term that
+// ends (proxy.CloseEndedTerms), until ctx ends: it asks the proxy to check
+// whenever snapshot publishes a new state (a step-down, another holder, a
+// new term: each moves the Index) and when the current term's validity
+// runs out without a renewal (which publishes nothing), on clk. It reads
+// the latest snapshot before each check and waits on that one's Changed,
+// so no change between the two is missed.
+func followTerms(ctx context.Context, snapshot func() *elect.Snapshot, clk clock.WithTicker, p *proxy.Proxy) error {
+	for {
+		s := snapshot()
+		p.CloseEndedTerms()
+		var expiry <-chan time.Time
+		var timer clock.Timer
+		if left := s.ValidFor(clk.Now()); left > 0 {
+			timer = clk.NewTimer(left)
+			expiry = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.Changed():
+		case <-expiry:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
 	}
 }

@@ -39,8 +39,8 @@ type sidecarDeps struct {
 	// registry serves /metrics; the sidecar registers its leasehold_*
 	// series in it, labelled with its Lease or group and namespace.
 	registry *prometheus.Registry
-	// clock is the time source of the election, prober, labeler and API;
-	// nil means the real clock.
+	// clock is the time source of the election, prober, labeler, API and
+	// proxy; nil means the real clock.
 	clock clock.WithTicker
 	// log receives every component's log lines.
 	log *slog.Logger
@@ -61,6 +61,7 @@ const (
 type sidecar struct {
 	cfg      config.Config
 	log      *slog.Logger
+	clock    clock.WithTicker
 	election *election
 	prober   *apphealth.Prober // nil without health-gated candidacy
 	labeler  *podlabel.Labeler // nil without the leader label
@@ -100,7 +101,10 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sidecar{cfg: cfg, log: d.log, election: elected}
+	s := &sidecar{cfg: cfg, log: d.log, clock: d.clock, election: elected}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
 	apiOptions := httpapi.Options{
 		LeaseDuration: cfg.LeaseDuration,
 		Registry:      d.registry,
@@ -153,7 +157,9 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 // that, takes the leader label off this Pod; then blocking requests end,
 // and those that would still block are answered 503 with Retry-After, so
 // clients back off instead of polling in a loop; then the servers close.
-// The forwarding proxy, when on, serves throughout: once the election has
+// The forwarding proxy, when on, serves throughout: when the election's
+// step-down ends its term, the upgraded connections and streams it
+// forwarded under that term close (followTerms); once the election has
 // stopped it forwards to the new leader (or answers 503), and in-flight
 // requests finish as the servers close. Run closes the listeners; call it
 // once.
@@ -168,6 +174,11 @@ func (s *sidecar) Run(ctx context.Context) error {
 	}
 	if s.labeler != nil {
 		jobs = append(jobs, job{"pod label", s.labeler.Run})
+	}
+	if s.proxy != nil {
+		jobs = append(jobs, job{"proxy terms", func(ctx context.Context) error {
+			return followTerms(ctx, s.election.elector.Snapshot, s.clock, s.proxy)
+		}})
 	}
 	// Every reason to stop but ctx: a task or a server failing. Each of
 	// them sends at most once, so one slot each never blocks.
@@ -222,6 +233,7 @@ func (s *sidecar) Run(ctx context.Context) error {
 	if s.proxy != nil {
 		s.proxy.CloseIdleConnections()
 	}
+	tasks["proxy terms"].stop()
 	step(stepServers)
 	if failure == nil {
 		s.log.Info("leasehold stopped")

@@ -12,7 +12,17 @@
 //     advertised address (View.LeaderAddress), which is the leader's proxy;
 //     that proxy takes its own View and sets the headers, so the token the
 //     app sees is always the leader's own. The follower marks the request
-//     with X-Leasehold-Forwarded (the loop guard; value: its Marker).
+//     with X-Leasehold-Forwarded (the loop guard; value: its Marker) and
+//     X-Leasehold-Lease (the Lease it is for, namespace/name: Config.Lease).
+//   - The request carries X-Leasehold-Forwarded and an X-Leasehold-Lease
+//     that is not this proxy's Lease: 503, code wrong_lease, whether or
+//     not this instance leads. The follower that sent it took an address
+//     for its leader's that now belongs to a proxy of another Lease (a
+//     dead leader's Pod IP given to a Pod of another app, with a proxy on
+//     the same port); that proxy must not serve it under its own token. A
+//     forwarded request without X-Leasehold-Lease comes from a proxy of an
+//     earlier version and is served as before, so that a rolling update
+//     refuses nothing.
 //   - Not leading, and the request carries X-Leasehold-Forwarded: 503,
 //     code forward_loop. A request is forwarded at most once; the leader
 //     serves a request carrying the guard as any other.
@@ -20,8 +30,9 @@
 //
 // Every request header named X-Leasehold-* (case-insensitively, "_"
 // counting as "-", since CGI-style servers fold both into "_") is removed
-// from what the client sent: a client cannot spoof a token, and the app
-// never sees the loop guard. The proxy's own answers are JSON,
+// from what the client sent: a client cannot spoof a token or a Lease, and
+// the app never sees the loop guard or the Lease mark. The proxy's own
+// answers are JSON,
 // {"error": "...", "code": "..."}, the shape of the sidecar API's errors
 // (Code lists the codes); its 503s carry Retry-After (Config.RetryAfter,
 // in whole seconds, at least 1).
@@ -43,9 +54,10 @@
 //
 // # When leadership is read, and what remains
 //
-// View is called exactly once per request, in the ReverseProxy's Rewrite
-// hook, and that one View decides everything: the target, the headers, or
-// the rejection. Rewrite is the last hook net/http gives before the
+// One View per request decides everything: the target, the headers, or
+// the rejection. It is read in the ReverseProxy's Rewrite hook; the proxy
+// reads View again only when a long-lived answer begins, and in
+// CloseEndedTerms (see "Streaming and upgrades"). Rewrite is the last hook net/http gives before the
 // request is handed to the Transport: ReverseProxy has by then copied the
 // request and its headers in memory (nothing blocks, the body is not
 // read), and after it only fills in an empty User-Agent and calls
@@ -61,8 +73,8 @@
 // reaches the app, not when the app acts on it. The app receives the
 // request after the connection is taken or dialled and the headers
 // written, reads a streamed body for as long as the client sends it, and
-// may act later still; the proxy does not look at leadership again, not
-// when the answer comes back either. So a request forwarded just before
+// may act later still; the proxy does not look at leadership again before
+// the request reaches the app, nor when an ordinary answer comes back. So a request forwarded just before
 // this instance's validity ends can reach the app, and be acted on, after
 // it has ended, and (if the delay exceeds leaseDuration − renewDeadline,
 // the margin before another instance can acquire) while another instance
@@ -87,6 +99,25 @@
 // Host and -Proto are passed on when the request has them, else set (the
 // Host, "http"). The client's Host header is kept, through both hops.
 //
+// An upgraded connection or a stream can outlast the term it was forwarded
+// under, and the app would go on acting under that term's token. So the
+// leader's proxy, the one that set the token, keeps every long-lived
+// exchange it forwarded to its app — an upgraded connection (101), or an
+// answer it streams: of unknown length, or an event stream — by the term's
+// token, and closes it, the app's connection and the client's (through
+// every hop), once that term has ended: at the next CloseEndedTerms that
+// finds View no longer leading with that token. The sidecar calls
+// CloseEndedTerms at every change of the election's state and when the
+// term's validity runs out unrenewed, so a term given up (release,
+// step-down, SIGTERM) or lost closes its connections within milliseconds.
+// An answer that begins only after its term has ended is closed as soon as
+// it begins. A request still waiting for the app's answer when its term
+// ends is left to be answered: it is one request, under the token it
+// carries, and cutting it would leave its outcome unknown; a stream or an
+// upgrade it turns into is then closed at once. The client sees its
+// connection close (or its stream end early) and reconnects, to the new
+// leader.
+//
 // # Metrics
 //
 // leasehold_proxy_requests_total{outcome, code}: outcome is local (sent to
@@ -101,7 +132,8 @@
 //
 // # Goroutines
 //
-// The package starts none of its own. net/http's server, Transport and
+// The package starts none of its own (CloseEndedTerms runs on its
+// caller's). net/http's server, Transport and
 // ReverseProxy start theirs per connection (and two per upgraded
 // connection), and end them with it; the idle kept-alive connections of the
 // Transport end after its idle timeout, or at CloseIdleConnections.

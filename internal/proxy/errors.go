@@ -22,6 +22,12 @@ const (
 	// the request was already forwarded once by another instance's proxy
 	// (HeaderForwarded); it is not forwarded a second time.
 	CodeForwardLoop Code = "forward_loop"
+	// CodeWrongLease (503, Retry-After): the request was forwarded by
+	// another proxy for another Lease (HeaderLease) than this proxy's: the
+	// address its sender took for its leader's now belongs to this proxy
+	// (e.g. a Pod IP given to a Pod of another app). It is delivered to no
+	// one.
+	CodeWrongLease Code = "wrong_lease"
 	// CodeUpstreamUnavailable (502): the local app (on the leader), or the
 	// leader's proxy (on a follower), gave no answer: refused, reset,
 	// closed before answering. The request is not sent again, to anyone.

@@ -30,6 +30,18 @@ func TestMain(m *testing.M) {
 // decides an outcome.
 const generous = 20 * time.Second
 
+// eventually polls cond until it holds, failing t after generous.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(generous)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // seen is one request as an app stand-in received it.
 type seen struct {
 	Method, Path, Host string
@@ -116,6 +128,9 @@ func newInstance(t testing.TB, cfg Config) *instance {
 	if cfg.Registerer == nil {
 		cfg.Registerer = reg
 	}
+	if cfg.Lease == "" {
+		cfg.Lease = testLease
+	}
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -127,6 +142,10 @@ func newInstance(t testing.TB, cfg Config) *instance {
 	})
 	return &instance{p: p, srv: srv, reg: reg}
 }
+
+// testLease is the Lease of every test's proxies unless the test names
+// another.
+const testLease = "default/app"
 
 // Views.
 func leading(token uint64, term int32) func(time.Time) View {

@@ -87,7 +87,7 @@ func MeasureOverhead(ctx context.Context, n int) (Overhead, error) {
 	if err != nil {
 		return Overhead{}, err
 	}
-	leader, err := New(Config{Upstream: app, View: func(time.Time) View { return View{Leading: true, Token: 1, Term: 1} }})
+	leader, err := New(Config{Upstream: app, Lease: "bench/overhead", View: func(time.Time) View { return View{Leading: true, Token: 1, Term: 1} }})
 	if err != nil {
 		return Overhead{}, err
 	}
@@ -96,7 +96,7 @@ func MeasureOverhead(ctx context.Context, n int) (Overhead, error) {
 	if err != nil {
 		return Overhead{}, err
 	}
-	follower, err := New(Config{Upstream: app, View: func(time.Time) View { return View{LeaderAddress: leaderAddr} }})
+	follower, err := New(Config{Upstream: app, Lease: "bench/overhead", View: func(time.Time) View { return View{LeaderAddress: leaderAddr} }})
 	if err != nil {
 		return Overhead{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,11 @@ const (
 	// A proxy that is not the valid leader answers such a request with 503
 	// (CodeForwardLoop) instead of forwarding it again.
 	HeaderForwarded = "X-Leasehold-Forwarded"
+	// HeaderLease names, beside HeaderForwarded, the Lease the forwarded
+	// request is for, as namespace/name (Config.Lease). A proxy that
+	// receives a forwarded request naming another Lease answers 503
+	// (CodeWrongLease) and delivers it to no one.
+	HeaderLease = "X-Leasehold-Lease"
 )
 
 // reservedPrefix is the lower-case prefix of the headers only the proxy
@@ -65,10 +71,15 @@ type Config struct {
 	// Upstream is the host:port of the local app (e.g. 127.0.0.1:8080),
 	// reached over plain HTTP.
 	Upstream string
+	// Lease is the Lease whose leader's app this proxy serves, as
+	// namespace/name: the value of HeaderLease on the requests it forwards,
+	// and the only one it accepts on the forwarded requests it receives.
+	Lease string
 	// View tells whether this instance leads at now. The proxy calls it
-	// exactly once per request, at the moment of forwarding (the package
-	// doc says exactly when), from the request's goroutine; it must be
-	// safe for concurrent use and must not block.
+	// once per request to decide, at the moment of forwarding (the package
+	// doc says exactly when, and when it asks again), from the request's
+	// goroutine, and from CloseEndedTerms' caller; it must be safe for
+	// concurrent use and must not block.
 	View func(now time.Time) View
 	// Clock gives the now passed to View and times the requests for the
 	// metrics; nil is the real clock.
@@ -88,8 +99,8 @@ type Config struct {
 // component prefixes the messages of New's errors.
 const component = "proxy"
 
-// validate checks c: Upstream is a host:port with a host and a port, View
-// is set, RetryAfter is not negative.
+// validate checks c: Upstream is a host:port with a host and a port, Lease
+// is namespace/name, View is set, RetryAfter is not negative.
 func (c *Config) validate() error {
 	upstream := rule.Field{Name: "Upstream", Label: "upstream", Value: c.Upstream}
 	if c.Upstream == "" {
@@ -103,6 +114,12 @@ func (c *Config) validate() error {
 		return rule.Errorf(component, "%s has no host", upstream)
 	case port == "":
 		return rule.Errorf(component, "%s has no port", upstream)
+	}
+	lease := rule.Field{Name: "Lease", Label: "lease", Value: c.Lease}
+	if ns, name, ok := strings.Cut(c.Lease, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return rule.Errorf(component, "%s must be namespace/name", lease)
+	}
+	switch {
 	case c.View == nil:
 		return rule.Errorf(component, "%s is required", rule.Field{Name: "View", Label: "view", Value: nil})
 	case c.RetryAfter < 0:
@@ -149,6 +166,7 @@ func DefaultTransport() *http.Transport {
 // with the connection; CloseIdleConnections ends the idle ones).
 type Proxy struct {
 	upstream   *url.URL
+	lease      string // Config.Lease, the value of HeaderLease
 	view       func(time.Time) View
 	clock      clock.PassiveClock
 	log        *slog.Logger
@@ -157,6 +175,7 @@ type Proxy struct {
 	marker     string // this proxy's value of HeaderForwarded
 	base       http.RoundTripper
 	rp         *httputil.ReverseProxy
+	terms      terms // the long-lived exchanges forwarded to the app, by term
 }
 
 // New checks cfg and returns a Proxy. Its errors name the Config field at
@@ -169,6 +188,7 @@ func New(cfg Config) (*Proxy, error) {
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	p := &Proxy{
 		upstream:   &url.URL{Scheme: "http", Host: cfg.Upstream},
+		lease:      cfg.Lease,
 		view:       cfg.View,
 		clock:      cfg.Clock,
 		log:        cfg.Logger,
@@ -182,7 +202,8 @@ func New(cfg Config) (*Proxy, error) {
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
-	p.log = p.log.With("upstream", cfg.Upstream)
+	p.log = p.log.With("upstream", cfg.Upstream, "lease", cfg.Lease)
+	p.terms.open = map[fence.Token]map[*exchange]struct{}{}
 	if p.base == nil {
 		p.base = DefaultTransport()
 	}
@@ -193,7 +214,7 @@ func New(cfg Config) (*Proxy, error) {
 	p.metrics = m
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
-		Transport:      guard{p.base},
+		Transport:      guard{p},
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,
 		// FlushInterval 0: a response is flushed to the client after each
@@ -256,11 +277,19 @@ const (
 type exchange struct {
 	start    time.Time
 	outcome  outcome
-	target   string     // host:port forwarded to
-	reject   *rejection // set by rewrite when the request must not be forwarded
-	code     int        // the status answered, once known
+	target   string      // host:port forwarded to
+	token    fence.Token // the term's token, when forwarded to the app (local)
+	looped   bool        // the request came with HeaderForwarded
+	from     string      // its value: the marker of the proxy that forwarded it
+	reject   *rejection  // set when the request must not be forwarded
+	code     int         // the status answered, once known
 	took     time.Duration
 	recorded bool // the metrics have counted it
+	// cancel ends the request to the target (and so an upgraded
+	// connection, or a response being streamed): when its term ends.
+	// Safe to call from any goroutine.
+	cancel context.CancelFunc
+	held   bool // terms holds it (set by terms.add, on the request's goroutine)
 }
 
 type exchangeKey struct{}
@@ -274,6 +303,10 @@ func exchangeOf(ctx context.Context) *exchange {
 // leader's proxy when another does, and otherwise answers 503 itself.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{start: p.clock.Now()}
+	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), exchangeKey{}, x))
+	x.cancel = cancel
+	defer cancel()
+	defer p.terms.remove(x) // also when ReverseProxy aborts a stream (a panic)
 	defer func() {
 		// An upgraded connection is counted when it ends, with the time
 		// its 101 took; every other answer was counted when its status
@@ -282,7 +315,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.record(x, x.code, x.took)
 		}
 	}()
-	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x)))
+	p.rp.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // rewrite is the ReverseProxy's Rewrite hook: the decision, taken from one
@@ -291,31 +324,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	x := exchangeOf(pr.Out.Context())
 	in, out := pr.In, pr.Out
-	_, looped := in.Header[HeaderForwarded]
+	_, x.looped = in.Header[HeaderForwarded]
+	x.from = in.Header.Get(HeaderForwarded)
+	lease, named := in.Header[HeaderLease]
 	stripReserved(out.Header)
-
-	v := p.view(p.clock.Now())
-	switch {
-	case v.Leading:
-		x.outcome, x.target = local, p.upstream.Host
-		pr.SetURL(p.upstream)
-		out.Header.Set(HeaderFencingToken, v.Token.String())
-		out.Header.Set(HeaderTerm, strconv.FormatInt(int64(v.Term), 10))
-	case looped:
+	if x.looped && named && (len(lease) != 1 || lease[0] != p.lease) {
 		x.outcome = rejected
-		x.reject = &rejection{status: http.StatusServiceUnavailable, code: CodeForwardLoop,
-			msg: fmt.Sprintf("this instance is not the leader and the request was already forwarded once (%s: %s); leadership is changing, try again",
-				HeaderForwarded, in.Header.Get(HeaderForwarded))}
+		x.reject = &rejection{status: http.StatusServiceUnavailable, code: CodeWrongLease,
+			msg: fmt.Sprintf("this proxy serves the Lease %s, and the request was forwarded for %s (%s: %s): the address its sender took for its leader's is no longer that; try again",
+				p.lease, strings.Join(lease, ", "), HeaderForwarded, x.from)}
 		return
-	case v.LeaderAddress == "":
-		x.outcome = rejected
-		x.reject = &rejection{status: http.StatusServiceUnavailable, code: CodeNoLeader,
-			msg: "no instance validly leads now, or its address is not known yet; try again"}
+	}
+	if p.route(x, out, p.view(p.clock.Now()), pr.SetURL); x.reject != nil {
 		return
-	default:
-		x.outcome, x.target = forwarded, v.LeaderAddress
-		pr.SetURL(&url.URL{Scheme: "http", Host: v.LeaderAddress})
-		out.Header.Set(HeaderForwarded, p.marker)
 	}
 	// The client's Host, as NewSingleHostReverseProxy keeps it, so that the
 	// app sees the name it was called by, also through the leader's proxy.
@@ -334,6 +355,37 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	}
 	if proto != "" {
 		out.Header.Set("X-Forwarded-Proto", proto)
+	}
+}
+
+// route applies the decision v gives to out: sets its target (with
+// setURL) and the headers of that route, and records them in x; or records
+// in x the rejection to answer.
+func (p *Proxy) route(x *exchange, out *http.Request, v View, setURL func(*url.URL)) {
+	switch {
+	case v.Leading:
+		x.outcome, x.target, x.token = local, p.upstream.Host, v.Token
+		setURL(p.upstream)
+		out.Header.Del(HeaderForwarded)
+		out.Header.Del(HeaderLease)
+		out.Header.Set(HeaderFencingToken, v.Token.String())
+		out.Header.Set(HeaderTerm, strconv.FormatInt(int64(v.Term), 10))
+	case x.looped:
+		x.outcome = rejected
+		x.reject = &rejection{status: http.StatusServiceUnavailable, code: CodeForwardLoop,
+			msg: fmt.Sprintf("this instance is not the leader and the request was already forwarded once (%s: %s); leadership is changing, try again",
+				HeaderForwarded, x.from)}
+	case v.LeaderAddress == "":
+		x.outcome = rejected
+		x.reject = &rejection{status: http.StatusServiceUnavailable, code: CodeNoLeader,
+			msg: "no instance validly leads now, or its address is not known yet; try again"}
+	default:
+		x.outcome, x.target, x.token = forwarded, v.LeaderAddress, 0
+		setURL(&url.URL{Scheme: "http", Host: v.LeaderAddress})
+		out.Header.Del(HeaderFencingToken)
+		out.Header.Del(HeaderTerm)
+		out.Header.Set(HeaderForwarded, p.marker)
+		out.Header.Set(HeaderLease, p.lease)
 	}
 }
 
@@ -372,9 +424,9 @@ type rejection struct {
 func (r *rejection) Error() string { return r.msg }
 
 // guard is the ReverseProxy's Transport: it hands a request on to the real
-// transport unless rewrite rejected it, in which case it returns the
+// transport unless the decision rejected it, in which case it returns the
 // rejection at once: nothing is sent anywhere.
-type guard struct{ base http.RoundTripper }
+type guard struct{ p *Proxy }
 
 func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if x := exchangeOf(req.Context()); x != nil && x.reject != nil {
@@ -383,7 +435,7 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, x.reject
 	}
-	return g.base.RoundTrip(req)
+	return g.p.base.RoundTrip(req)
 }
 
 // modifyResponse counts a response once its status is known (a 101 once
@@ -394,6 +446,9 @@ func (p *Proxy) modifyResponse(res *http.Response) error {
 		return nil
 	}
 	took := p.clock.Since(x.start)
+	if x.outcome == local && longLived(res) {
+		p.terms.add(p, x)
+	}
 	if res.StatusCode == http.StatusSwitchingProtocols {
 		x.code, x.took = res.StatusCode, took
 		return nil

@@ -35,8 +35,13 @@ func TestNewValidates(t *testing.T) {
 		{"upstream with empty port", Config{Upstream: "127.0.0.1:", View: view}, "Upstream"},
 		{"upstream without host", Config{Upstream: ":8080", View: view}, "Upstream"},
 		{"upstream as URL", Config{Upstream: "http://127.0.0.1:8080", View: view}, "Upstream"},
-		{"no view", Config{Upstream: "127.0.0.1:8080"}, "View"},
-		{"negative retryAfter", Config{Upstream: "127.0.0.1:8080", View: view, RetryAfter: -time.Second}, "RetryAfter"},
+		{"no lease", Config{Upstream: "127.0.0.1:8080", View: view}, "Lease"},
+		{"lease without namespace", Config{Upstream: "127.0.0.1:8080", Lease: "app", View: view}, "Lease"},
+		{"lease with empty namespace", Config{Upstream: "127.0.0.1:8080", Lease: "/app", View: view}, "Lease"},
+		{"lease with empty name", Config{Upstream: "127.0.0.1:8080", Lease: "default/", View: view}, "Lease"},
+		{"lease with two slashes", Config{Upstream: "127.0.0.1:8080", Lease: "default/app/x", View: view}, "Lease"},
+		{"no view", Config{Upstream: "127.0.0.1:8080", Lease: testLease}, "View"},
+		{"negative retryAfter", Config{Upstream: "127.0.0.1:8080", Lease: testLease, View: view, RetryAfter: -time.Second}, "RetryAfter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.cfg)
@@ -52,7 +57,7 @@ func TestNewValidates(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(Config{Upstream: "[::1]:8080", View: view}); err != nil {
+	if _, err := New(Config{Upstream: "[::1]:8080", Lease: testLease, View: view}); err != nil {
 		t.Errorf("New with an IPv6 upstream: %v", err)
 	}
 }
@@ -61,7 +66,7 @@ func TestNewValidates(t *testing.T) {
 // panic.
 func TestNewRegistersOnce(t *testing.T) {
 	i := newInstance(t, Config{Upstream: "127.0.0.1:1", View: noLeader})
-	if _, err := New(Config{Upstream: "127.0.0.1:1", View: noLeader, Registerer: i.reg}); err == nil {
+	if _, err := New(Config{Upstream: "127.0.0.1:1", Lease: testLease, View: noLeader, Registerer: i.reg}); err == nil {
 		t.Fatal("New registered its metrics twice in one Registerer")
 	}
 }
@@ -114,6 +119,7 @@ func TestRoutes(t *testing.T) {
 		HeaderTerm:                  {"99"},
 		"X_leasehold_fencing_token": {"999999"},
 		"X-Leasehold-Valid-Until":   {"forever"},
+		HeaderLease:                 {"other/app"},
 	}
 	guarded := http.Header{HeaderForwarded: {"other-proxy"}}
 	for _, tc := range []struct {
@@ -182,8 +188,11 @@ func TestRoutes(t *testing.T) {
 				if f := s.Header.Get(HeaderForwarded); f != in.p.Marker() {
 					t.Errorf("the leader's proxy got %s %q, want the marker %q", HeaderForwarded, f, in.p.Marker())
 				}
+				if l := s.Header.Values(HeaderLease); len(l) != 1 || l[0] != testLease {
+					t.Errorf("the leader's proxy got %s %q, want the Lease %q", HeaderLease, l, testLease)
+				}
 				for k := range s.Header {
-					if k != HeaderForwarded && headerReserved(k) {
+					if k != HeaderForwarded && k != HeaderLease && headerReserved(k) {
 						t.Errorf("the leader's proxy got %s: %q", k, s.Header[k])
 					}
 				}

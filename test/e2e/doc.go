@@ -128,4 +128,15 @@
 //     Lease's absence has been observed). Once the namespace is created, an
 //     empty placeholder appears and one leads a lease duration after it
 //     was created, within nsBound, with lastError null.
+//
+// The leader address, the forwarding proxy and handover to a successor
+// (successor_test.go, proxy_terms_test.go; every
+// sidecar with its own proxy and a stand-in app that records the tokens it
+// served):
+//
+//   - Leader address and proxy over one SIGTERM under load; a rolling
+//     update with LEASEHOLD_HANDOVER=successor moves leadership once.
+//   - An upgraded connection through a follower's proxy and one through
+//     the leader's close within closeBound of the leader's release; a new
+//     one reaches the new leader's app under its token.
 package e2e

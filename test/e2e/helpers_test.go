@@ -38,7 +38,7 @@ type member struct {
 
 	mu         sync.Mutex
 	expectExit bool      // the test killed or terminated it
-	terminated time.Time // when the test sent SIGTERM; zero if never
+	terminated time.Time // when the test sent SIGTERM or asked for a release; zero if never
 	paused     bool      // SIGSTOPped: it cannot answer
 }
 

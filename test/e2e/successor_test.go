@@ -17,7 +17,9 @@ import (
 )
 
 // standIn is the app beside one sidecar: it records every request it
-// serves with the fencing token the proxy attached.
+// serves with the fencing token the proxy attached, and answers with its
+// name; a request with Upgrade: echo is switched to a connection that
+// echoes each line, prefixed with the app's name and that token.
 type standIn struct {
 	name   string
 	srv    *httptest.Server
@@ -32,10 +34,32 @@ func newStandIn(t *testing.T, name string) *standIn {
 		a.mu.Lock()
 		a.tokens[fence.Token(tok)]++
 		a.mu.Unlock()
+		if r.Header.Get("Upgrade") == "echo" {
+			echo(w, name+" "+strconv.FormatUint(tok, 10)+": ")
+			return
+		}
 		io.WriteString(w, name)
 	}))
-	t.Cleanup(a.srv.Close)
+	t.Cleanup(a.srv.Close) // after its sidecar's Stop: upgraded connections have closed
 	return a
+}
+
+// echo switches w's connection to the echo protocol: every line read is
+// written back after prefix, until the connection closes.
+func echo(w http.ResponseWriter, prefix string) {
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+	for brw.Flush() == nil {
+		line, err := brw.ReadString('\n')
+		if err != nil {
+			return
+		}
+		_, _ = brw.WriteString(prefix + line)
+	}
 }
 
 func (a *standIn) served() map[fence.Token]int {
@@ -53,6 +77,16 @@ type proxied struct {
 	*member
 	app   *standIn
 	proxy string // host:port, also its advertised address
+}
+
+// proxiedOf returns the element of ps that is m.
+func proxiedOf(ps []*proxied, m *member) *proxied {
+	for _, p := range ps {
+		if p.member == m {
+			return p
+		}
+	}
+	panic("no proxied sidecar is " + m.Name)
 }
 
 func (e *env) startProxied(name string, extra ...string) *proxied {

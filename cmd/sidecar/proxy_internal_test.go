@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/proxy"
+)
+
+// followTerms, on a fake clock and snapshots published by hand: an
+// upgraded connection forwarded under a term stays open while the term is
+// renewed (a renewal publishes no change; the term's old validity passes),
+// closes once its validity runs out without a renewal (nothing is
+// published then), and one of a later term closes when a step-down is
+// published.
+func TestFollowTermsClosesWhenTheTermEnds(t *testing.T) {
+	const bound = 5 * time.Second // a close takes milliseconds; without one the connection stays open
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	term := func(token uint64, validUntil time.Time) elect.Snapshot {
+		return elect.Snapshot{Namespace: "ns", Lease: "app", Leading: true, Holder: "me", Term: 1, Token: fence.Token(token), ValidUntil: validUntil}
+	}
+	pub := elect.NewPublisher(term(5, t0.Add(2*time.Second)))
+
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+		for brw.Flush() == nil {
+			line, err := brw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			_, _ = brw.WriteString(r.Header.Get(proxy.HeaderFencingToken) + ": " + line)
+		}
+	}))
+	defer app.Close()
+	p, err := proxy.New(proxy.Config{
+		Upstream: app.Listener.Addr().String(), Lease: "ns/app", Clock: clk,
+		View: func(now time.Time) proxy.View { return viewOf(pub.Load(), now) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer func() {
+		srv.Close()
+		p.CloseIdleConnections()
+	}()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- followTerms(ctx, pub.Load, clk, p) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("followTerms: %v", err)
+		}
+	}()
+	// awaitTimer waits until followTerms has checked and set its timer.
+	awaitTimer := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(bound)
+		for !clk.HasWaiters() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: followTerms set no timer", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	first := upgradeEcho(t, srv.Listener.Addr().String())
+	first.roundTrip(t, "5: ", "hello")
+	awaitTimer("start")
+
+	// Renewed: the old validity passes, the term goes on.
+	pub.Publish(term(5, t0.Add(4*time.Second)))
+	clk.SetTime(t0.Add(2500 * time.Millisecond))
+	awaitTimer("after the first validity passed")
+	first.roundTrip(t, "5: ", "still term 5")
+
+	// Not renewed: its validity runs out, and nothing is published.
+	clk.SetTime(t0.Add(4500 * time.Millisecond))
+	if err := first.closedWithin(bound); err != nil {
+		t.Errorf("term 5, its validity run out: %v", err)
+	}
+
+	// A later term, ended by a published step-down.
+	pub.Publish(term(6, t0.Add(20*time.Second)))
+	second := upgradeEcho(t, srv.Listener.Addr().String())
+	second.roundTrip(t, "6: ", "hello")
+	stepDown := term(6, time.Time{})
+	stepDown.Leading = false
+	pub.Publish(stepDown)
+	if err := second.closedWithin(bound); err != nil {
+		t.Errorf("term 6, after the step-down: %v", err)
+	}
+}
+
+// echoConn is an upgraded connection to the echo app.
+type echoConn struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func upgradeEcho(t *testing.T, addr string) *echoConn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/ws", nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "echo")
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	res, err := http.ReadResponse(r, req)
+	if err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", res, err)
+	}
+	return &echoConn{conn: conn, r: r}
+}
+
+func (c *echoConn) roundTrip(t *testing.T, prefix, msg string) {
+	t.Helper()
+	_ = c.conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c.conn, msg+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := c.r.ReadString('\n'); err != nil || line != prefix+msg+"\n" {
+		t.Fatalf("echo: %q, %v; want %q", line, err, prefix+msg+"\n")
+	}
+}
+
+// closedWithin reads until the connection ends; an error if it is still
+// open after bound.
+func (c *echoConn) closedWithin(bound time.Duration) error {
+	_ = c.conn.SetReadDeadline(time.Now().Add(bound))
+	_, err := io.Copy(io.Discard, c.r)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return fmt.Errorf("still open %v later", bound)
+	}
+	return nil
+}
