@@ -77,7 +77,7 @@ REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
 .PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups bench-handover image e2e-soak check-no-leftovers
-.PHONY: node-bins cni-bin node node-down node-e2e FORCE
+.PHONY: node-bins cni-bin node node-down node-demo node-e2e FORCE
 .PHONY: promtool-bin redocly-bin redocly-lint
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
@@ -345,6 +345,17 @@ node: node-bins cni-bin image
 node-down:
 	$(NODE_ENV) hack/node/down.sh
 
+## node-demo: make node, then install the chart with its demo app (helm install demo charts/leasehold --set demo.enabled=true)
+## into the namespace demo, and say how to watch it; make node-down ends it.
+node-demo: node helm-bin
+	KUBECONFIG=$(NODE_STATE)/etc/admin.kubeconfig $(HELM_BIN) install demo charts/leasehold --namespace demo --create-namespace \
+		--set demo.enabled=true --wait --timeout 3m
+	@echo; echo "export KUBECONFIG=$(NODE_STATE)/etc/admin.kubeconfig; alias kubectl=$(KUBE_ASSETS)/kubectl"; \
+	echo "kubectl -n demo get lease demo-leasehold -o wide        # the holder (the first leader: one lease duration, 15s, after start)"; \
+	echo "kubectl -n demo logs -f -l app.kubernetes.io/component=demo -c app --prefix"; \
+	echo "kubectl -n demo delete pod <the leader's pod>            # the other takes over within a round trip"; \
+	echo "make node-down                                           # removes everything"
+
 ## node-e2e: the scenarios of test/node on a real single node started for them (make node, then make node-down, also on failure):
 ## helm install, leader-pod deletions, rollouts, the leader label behind a Service, leasehold run, faults, memory, every example
 ## manifest; each logs its figures (FIGURES lines, repeated at the end). NODE_E2E_RUN narrows them (go test -run).
@@ -352,8 +363,9 @@ NODE_E2E_RUN ?= .
 node-e2e: node-bins cni-bin image helm-bin
 	@set -o pipefail; trap '$(NODE_ENV) hack/node/down.sh' EXIT; \
 	$(NODE_ENV) hack/node/up.sh && \
-	LEASEHOLD_NODE_KUBECONFIG=$(NODE_STATE)/etc/admin.kubeconfig go test -count=1 -v -timeout 30m -run '$(NODE_E2E_RUN)' ./test/node \
-		2>&1 | tee $(NODE_STATE)/e2e.log && grep -h 'FIGURES' $(NODE_STATE)/e2e.log | sed 's/^ *[a-z_]*\.go:[0-9]*: //'
+	{ LEASEHOLD_NODE_STATE=$(NODE_STATE) LEASEHOLD_NODE_KUBECONFIG=$(NODE_STATE)/etc/admin.kubeconfig go test -count=1 -v -timeout 30m -run '$(NODE_E2E_RUN)' ./test/node \
+		2>&1 | tee $(NODE_STATE)/e2e.log; status=$$?; } && \
+	{ echo; grep -h 'FIGURES' $(NODE_STATE)/e2e.log | sed 's/^ *[a-z_]*\.go:[0-9]*: //'; exit $$status; }
 	@$(MAKE) --no-print-directory check-no-leftovers
 
 ## check-no-leftovers: fail if the tests left an etcd or kube-apiserver running, or anything of the single node behind.

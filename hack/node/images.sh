@@ -2,8 +2,9 @@
 # Builds the node's local images as `docker save` archives into
 # $NODE_STATE/images (up.sh imports them; nothing is ever pulled):
 #   registry.k8s.io/pause:3.10.2      Kubernetes' own build/pause/linux/pause.c, gcc -static
-#   localhost/leasehold-node/tools:1  Debian's busybox-static and curl (with its libraries), and
-#                                     /bin/baseline: the bench's client-go LeaderElector, static
+#   localhost/leasehold-node/tools:1  Debian's busybox-static and curl (with its libraries),
+#                                     /bin/baseline (the bench's client-go LeaderElector) and
+#                                     /bin/watchers (test/node's: N watches on a leasehold API)
 #   registry.example.com/my-app:1.0.0 the same files; its entrypoint /bin/my-app asks the sidecar
 #                                     before each write, as examples/manifests says its app does
 # up.sh also names the tools image busybox:1.37 and curlimages/curl:8.11.1, the images the
@@ -51,7 +52,7 @@ r=$work/tools
 mkdir -p "$r/bin" "$r/etc" "$r/tmp"
 chmod 1777 "$r/tmp"
 cp /bin/busybox "$r/bin/busybox"
-for applet in sh cat cut date echo env false grep head id kill ls mkdir printf ps sed seq sleep sort tail tee test touch tr true wc wget; do
+for applet in sh cat cut date echo env false grep head httpd id kill ls mkdir printf ps sed seq sleep sort tail tee test touch tr true wc wget; do
 	ln -s busybox "$r/bin/$applet"
 done
 curl_bin=$(command -v curl)
@@ -62,12 +63,15 @@ for lib in $(ldd "$curl_bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\
 	mkdir -p "$r$(dirname "$lib")"
 	cp -L "$lib" "$r$lib"
 done
-(cd "$LEASEHOLD_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$r/bin/baseline" ./bench/baseline)
+(cd "$LEASEHOLD_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$r/bin/" ./bench/baseline ./test/node/watchers)
 cat >"$r/bin/my-app" <<'APP'
 #!/bin/sh
-# examples/manifests' app: before each write it asks the sidecar whether this pod leads and
-# takes the fencing token to attach to the write (docs/using.md); the write here is a log line.
-trap 'echo "my-app: SIGTERM: stopping"; exit 0' TERM
+# examples/manifests' app: it serves HTTP on 8080 (leader-service.yaml's targetPort; GET
+# /cgi-bin/pod answers the pod's name), and before each write it asks the sidecar whether this
+# pod leads and takes the fencing token to attach to the write (docs/using.md); the write here
+# is a log line.
+httpd -f -p 8080 -h /www &
+trap 'echo "my-app: SIGTERM: stopping"; kill $!; exit 0' TERM
 while :; do
 	if token=$(curl -fsS "$LEASEHOLD_URL/v1/token" 2>/dev/null); then
 		echo "my-app: leader, writing with $token"
@@ -78,6 +82,9 @@ while :; do
 done
 APP
 chmod 0755 "$r/bin/my-app"
+mkdir -p "$r/www/cgi-bin"
+printf '#!/bin/sh\nprintf "Content-Type: text/plain\\r\\n\\r\\n"\ncat /etc/hostname\n' >"$r/www/cgi-bin/pod"
+chmod 0755 "$r/www/cgi-bin/pod"
 printf 'root:x:0:0:root:/:/bin/sh\nnonroot:x:65532:65532:nonroot:/:/bin/false\n' >"$r/etc/passwd"
 printf 'root:x:0:\nnonroot:x:65532:\n' >"$r/etc/group"
 mkimage localhost/leasehold-node/tools:1 "$r" "$OUT/tools.tar" '["/bin/sh"]'

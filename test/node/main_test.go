@@ -170,18 +170,38 @@ func pods(t *testing.T, ns, selector string) []corev1.Pod {
 	return out
 }
 
-// ready reports whether every container of the pod (init sidecars too) is
-// running and ready.
+// ready reports whether every container of the pod is running and ready:
+// the app containers and the native sidecars; the other init containers
+// have completed.
 func ready(p corev1.Pod) bool {
 	if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
 		return false
 	}
-	for _, c := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+	for _, c := range p.Status.InitContainerStatuses {
+		if done := c.State.Terminated; done != nil && done.ExitCode == 0 && !sidecar(p, c.Name) {
+			continue
+		}
+		if c.State.Running == nil || !c.Ready {
+			return false
+		}
+	}
+	for _, c := range p.Status.ContainerStatuses {
 		if c.State.Running == nil || !c.Ready {
 			return false
 		}
 	}
 	return true
+}
+
+// sidecar reports whether the pod's init container name is a native
+// sidecar (restartPolicy: Always).
+func sidecar(p corev1.Pod, name string) bool {
+	for _, c := range p.Spec.InitContainers {
+		if c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
 }
 
 // waitReady waits for exactly n pods matching selector, all ready, and
