@@ -142,7 +142,8 @@ func benchFootprint(ctx context.Context, cluster *kubetest.Cluster, base fleet.C
 	}()
 	for i, impl := range impls {
 		c := cfg
-		c.Binary, c.Lease, c.Env = impl.binary, fmt.Sprintf("footprint-%d", i), impl.env
+		c.Binary, c.Lease = impl.binary, fmt.Sprintf("footprint-%d", i)
+		c.Env = append(slices.Clone(impl.env), watchersBound(f.watchers))
 		inst, err := c.Start(ctx, fmt.Sprintf("fp%d", i), false)
 		if err != nil {
 			return f, fmt.Errorf("%s: %w", impl.name, err)
@@ -236,7 +237,7 @@ func benchFootprint(ctx context.Context, cluster *kubetest.Cluster, base fleet.C
 	// Where leasehold's memory goes.
 	fmt.Fprintf(os.Stderr, "bench: footprint: profiling leasehold (LEASEHOLD_PPROF)\n")
 	prof := held
-	prof.Binary, prof.ReadyPoll = impls[0].binary, 0
+	prof.Binary, prof.ReadyPoll, prof.Env = impls[0].binary, 0, []string{watchersBound(f.watchers)}
 	if f.profile, err = profileLeasehold(ctx, prof, base.Dir, f.watchers); err != nil {
 		return f, fmt.Errorf("profile: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
@@ -65,6 +66,7 @@ func benchHTTP(ctx context.Context, cluster *kubetest.Cluster, base fleet.Config
 	}
 	cfg := base
 	cfg.Namespace, cfg.Lease = ns, "held"
+	cfg.Env = append(slices.Clone(cfg.Env), watchersBound(watchers))
 	inst, err := cfg.Start(ctx, "http-bench", false)
 	if err != nil {
 		return f, err
@@ -193,6 +195,16 @@ type watcherPool struct {
 type arrival struct {
 	index uint64
 	at    time.Time
+}
+
+// watchersBound is the setting that lets a sidecar serve n watchers on its
+// API listener: its bound of blocking requests per listener
+// (LEASEHOLD_MAX_BLOCKING_REQUESTS, httpapi.DefaultMaxBlockingRequests by
+// default) is below the benchmarks' 1,000 watchers. It changes nothing
+// else, so what each watcher costs is what the figures measure. Other
+// implementations ignore it.
+func watchersBound(n int) string {
+	return "LEASEHOLD_MAX_BLOCKING_REQUESTS=" + strconv.Itoa(max(n, httpapi.DefaultMaxBlockingRequests))
 }
 
 func newWatcherPool(apiURL string, n int) *watcherPool {

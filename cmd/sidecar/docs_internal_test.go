@@ -21,6 +21,7 @@ var configVars = []string{
 	"LEASEHOLD_OPS_ADDR", "LEASEHOLD_RELEASE_ON_SHUTDOWN", "LEASEHOLD_LOG_LEVEL", "LEASEHOLD_LOG_FORMAT",
 	"LEASEHOLD_APP_HEALTH_URL", "LEASEHOLD_APP_HEALTH_TIMEOUT", "LEASEHOLD_APP_HEALTH_INTERVAL",
 	"LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "LEASEHOLD_POD_LABEL", "LEASEHOLD_PPROF",
+	"LEASEHOLD_MAX_BLOCKING_REQUESTS",
 }
 
 // docs/troubleshooting.md lists the configuration errors the sidecar exits
@@ -68,6 +69,7 @@ func TestTroubleshootingQuotesTheConfigErrors(t *testing.T) {
 		{with("LEASEHOLD_API_ADDR", "localhost"), []string{`LEASEHOLD_API_ADDR: "localhost" is not host:port: `}},
 		{with("LEASEHOLD_API_ADDR", "127.0.0.1:api"), []string{`port "`, " must be a number from 0 to 65535"}},
 		{with("LEASEHOLD_OPS_ADDR", "not_a_host:4041"), []string{" is neither an IP address nor a valid host name"}},
+		{with("LEASEHOLD_MAX_BLOCKING_REQUESTS", "0"), []string{"LEASEHOLD_MAX_BLOCKING_REQUESTS: 0 must be at least 1 (the blocking requests each listener serves at once; unset it for the default, 300)"}},
 		{with("LEASEHOLD_LOG_LEVEL", "trace"), []string{`LEASEHOLD_LOG_LEVEL: "trace" must be one of debug, info, warn, error`}},
 		{with("LEASEHOLD_LOG_FORMAT", "yaml"), []string{`LEASEHOLD_LOG_FORMAT: "yaml" must be one of json, text`}},
 		{with("LEASEHOLD_APP_HEALTH_INTERVAL", "1s"), []string{"LEASEHOLD_APP_HEALTH_INTERVAL: has no effect without LEASEHOLD_APP_HEALTH_URL; set both or neither"}},

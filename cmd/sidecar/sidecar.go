@@ -109,6 +109,8 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 		Logger:        d.log,
 		Clock:         d.clock,
 		Advertises:    cfg.AdvertiseAddress != "",
+
+		MaxBlockingRequests: cfg.MaxBlockingRequests,
 	}
 	elected.apiOptions(&apiOptions)
 	if cfg.AppHealth.Enabled() {
@@ -125,9 +127,13 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 	if s.api, err = httpapi.New(apiOptions); err != nil {
 		return nil, err
 	}
+	// The OPS listener is reachable from any pod: it keeps no idle
+	// connection (see httpapi.OpsHandler).
+	ops := httpapi.NewHTTPServer(withPprof(s.api.OpsHandler(), cfg.Pprof))
+	ops.SetKeepAlivesEnabled(false)
 	s.servers = []server{
 		{"api", httpapi.NewHTTPServer(s.api.APIHandler()), d.api},
-		{"ops", httpapi.NewHTTPServer(withPprof(s.api.OpsHandler(), cfg.Pprof)), d.ops},
+		{"ops", ops, d.ops},
 	}
 	if cfg.ProxyAddr != "" {
 		if s.proxy, err = newProxy(cfg, elected.elector, d.clock, leasehold, d.log); err != nil {
@@ -182,6 +188,7 @@ func (s *sidecar) Run(ctx context.Context) error {
 	s.log.Info("leasehold started", "version", currentVersion().Version, "identity", s.cfg.Identity,
 		"namespace", s.cfg.LeaseNamespace, "leases", s.cfg.Leases, "group", s.cfg.Group, "candidate", s.cfg.Candidate,
 		"api", s.servers[0].listener.Addr().String(), "ops", s.servers[1].listener.Addr().String(),
+		"maxBlockingRequests", s.cfg.MaxBlockingRequests,
 		"appHealth", s.cfg.AppHealth.URL, "podLabel", s.cfg.PodLabel,
 		"advertise", s.cfg.AdvertiseAddress, "proxy", s.cfg.ProxyAddr, "handoverToSuccessor", s.cfg.Handover)
 

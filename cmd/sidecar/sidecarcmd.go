@@ -48,6 +48,7 @@ It takes no flags: it is configured by environment variables (README.md,
   LEASEHOLD_RETRY_PERIOD                  default 2s
   LEASEHOLD_API_ADDR                      default 127.0.0.1:4040
   LEASEHOLD_OPS_ADDR                      default :4041
+  LEASEHOLD_MAX_BLOCKING_REQUESTS         blocking requests each listener serves at once (default 300)
   LEASEHOLD_RELEASE_ON_SHUTDOWN           default true
   LEASEHOLD_LOG_LEVEL                     default info (debug, info, warn, error)
   LEASEHOLD_LOG_FORMAT                    default json (json, text)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/leasehold/leasehold/internal/elect/decide"
+	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/rule"
 )
 
@@ -92,6 +93,13 @@ type Config struct {
 	// (LEASEHOLD_OPS_ADDR, default ":4041").
 	OpsAddr string
 
+	// MaxBlockingRequests bounds the blocking requests (long-polls and
+	// leader waits while they wait, SSE streams, holds) that each of the
+	// API and OPS listeners serves at once; beyond it they are refused with
+	// 503 (LEASEHOLD_MAX_BLOCKING_REQUESTS, default
+	// httpapi.DefaultMaxBlockingRequests; at least 1).
+	MaxBlockingRequests int
+
 	// ReleaseOnShutdown makes the sidecar release the Lease when it stops
 	// while leading (LEASEHOLD_RELEASE_ON_SHUTDOWN, default true; parsed by
 	// strconv.ParseBool).
@@ -142,22 +150,23 @@ type Config struct {
 // when LEASEHOLD_NAME is unset, which would let an unrelated LOG_LEVEL or
 // IDENTITY in the container's environment configure the sidecar.
 type spec struct {
-	LeaseName         string `split_words:"true"`
-	Leases            string
-	Shards            *int // nil when unset
-	Group             string
-	Balance           *bool         // nil when unset
-	Candidate         bool          `default:"true"`
-	LeaseNamespace    string        `split_words:"true"`
-	Identity          *string       // nil when LEASEHOLD_IDENTITY is unset
-	LeaseDuration     time.Duration `split_words:"true" default:"15s"`
-	RenewDeadline     time.Duration `split_words:"true" default:"10s"`
-	RetryPeriod       time.Duration `split_words:"true" default:"2s"`
-	APIAddr           string        `split_words:"true" default:"127.0.0.1:4040"`
-	OpsAddr           string        `split_words:"true" default:":4041"`
-	ReleaseOnShutdown bool          `split_words:"true" default:"true"`
-	LogLevel          string        `split_words:"true" default:"info"`
-	LogFormat         string        `split_words:"true" default:"json"`
+	LeaseName           string `split_words:"true"`
+	Leases              string
+	Shards              *int // nil when unset
+	Group               string
+	Balance             *bool         // nil when unset
+	Candidate           bool          `default:"true"`
+	LeaseNamespace      string        `split_words:"true"`
+	Identity            *string       // nil when LEASEHOLD_IDENTITY is unset
+	LeaseDuration       time.Duration `split_words:"true" default:"15s"`
+	RenewDeadline       time.Duration `split_words:"true" default:"10s"`
+	RetryPeriod         time.Duration `split_words:"true" default:"2s"`
+	APIAddr             string        `split_words:"true" default:"127.0.0.1:4040"`
+	OpsAddr             string        `split_words:"true" default:":4041"`
+	MaxBlockingRequests *int          `split_words:"true"` // nil when unset: httpapi's default
+	ReleaseOnShutdown   bool          `split_words:"true" default:"true"`
+	LogLevel            string        `split_words:"true" default:"info"`
+	LogFormat           string        `split_words:"true" default:"json"`
 
 	AppHealthURL              string        `split_words:"true"`
 	AppHealthTimeout          time.Duration `split_words:"true" default:"1s"`
@@ -182,6 +191,7 @@ const (
 	varRetryPeriod       = Prefix + "_RETRY_PERIOD"
 	varAPIAddr           = Prefix + "_API_ADDR"
 	varOpsAddr           = Prefix + "_OPS_ADDR"
+	varMaxBlocking       = Prefix + "_MAX_BLOCKING_REQUESTS"
 	varReleaseOnShutdown = Prefix + "_RELEASE_ON_SHUTDOWN"
 	varLogLevel          = Prefix + "_LOG_LEVEL"
 	varLogFormat         = Prefix + "_LOG_FORMAT"
@@ -341,7 +351,8 @@ func Load() (Config, error) {
 //     LEASEHOLD_LEASE_NAME) is a label value that makes valid member Lease
 //     names, and LEASEHOLD_LEASES has at most 1024 Leases, none twice.
 //  5. LEASEHOLD_API_ADDR and LEASEHOLD_OPS_ADDR are host:port, the port
-//     numeric in 0..65535, the host empty, an IP address or a host name.
+//     numeric in 0..65535, the host empty, an IP address or a host name;
+//     LEASEHOLD_MAX_BLOCKING_REQUESTS, if set, is an integer of at least 1.
 //  6. LEASEHOLD_LOG_LEVEL is debug, info, warn or error and
 //     LEASEHOLD_LOG_FORMAT is json or text, both case-insensitive.
 //  7. LEASEHOLD_APP_HEALTH_URL, if set, satisfies apphealth's rules
@@ -436,6 +447,9 @@ func (l Loader) Load() (Config, error) {
 		return Config{}, err
 	}
 	if err := checkAddr(varOpsAddr, c.OpsAddr); err != nil {
+		return Config{}, err
+	}
+	if c.MaxBlockingRequests, err = maxBlockingRequests(s.MaxBlockingRequests); err != nil {
 		return Config{}, err
 	}
 
@@ -587,6 +601,19 @@ func checkAddr(variable, addr string) error {
 		return errorf(variable, "host %q in %q is neither an IP address nor a valid host name", host, addr)
 	}
 	return nil
+}
+
+// maxBlockingRequests is LEASEHOLD_MAX_BLOCKING_REQUESTS, or the HTTP
+// layer's default when unset (rule 5).
+func maxBlockingRequests(fromEnv *int) (int, error) {
+	switch {
+	case fromEnv == nil:
+		return httpapi.DefaultMaxBlockingRequests, nil
+	case *fromEnv < 1:
+		return 0, errorf(varMaxBlocking, "%d must be at least 1 (the blocking requests each listener serves at once; unset it for the default, %d)",
+			*fromEnv, httpapi.DefaultMaxBlockingRequests)
+	}
+	return *fromEnv, nil
 }
 
 // validateProxy checks rule 12.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/httpapi"
 )
 
 // clearEnv unsets every LEASEHOLD_* variable, POD_NAME, POD_NAMESPACE and the
@@ -95,6 +97,8 @@ func TestDefaults(t *testing.T) {
 		LogLevel:          slog.LevelInfo,
 		LogFormat:         "json",
 		Election:          Election{Leases: []string{"my-lease"}, Balance: true, Candidate: true},
+
+		MaxBlockingRequests: httpapi.DefaultMaxBlockingRequests,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -117,6 +121,8 @@ func TestAllVariablesHonored(t *testing.T) {
 		"LEASEHOLD_PPROF":               "true",
 		"LEASEHOLD_CANDIDATE":           "false",
 		"LEASEHOLD_ADVERTISE_ADDRESS":   "10.0.0.7:4042",
+
+		"LEASEHOLD_MAX_BLOCKING_REQUESTS": "2000",
 	})
 	c, err := testLoader(t).Load()
 	if err != nil {
@@ -137,6 +143,8 @@ func TestAllVariablesHonored(t *testing.T) {
 		Pprof:             true,
 		Election:          Election{Leases: []string{"other.lease"}, Balance: true, Candidate: false},
 		AdvertiseAddress:  "10.0.0.7:4042",
+
+		MaxBlockingRequests: 2000,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -296,6 +304,14 @@ func TestRules(t *testing.T) {
 			wantVar: "LEASEHOLD_OPS_ADDR", wantIn: []string{`"-1"`}},
 		{name: "ops addr too many colons", env: with("LEASEHOLD_OPS_ADDR", "::1:80"),
 			wantVar: "LEASEHOLD_OPS_ADDR", wantIn: []string{`"::1:80"`}},
+		{name: "max blocking requests zero", env: with("LEASEHOLD_MAX_BLOCKING_REQUESTS", "0"),
+			wantVar: "LEASEHOLD_MAX_BLOCKING_REQUESTS", wantIn: []string{"0 must be at least 1", "unset it for the default, 300"}},
+		{name: "max blocking requests negative", env: with("LEASEHOLD_MAX_BLOCKING_REQUESTS", "-5"),
+			wantVar: "LEASEHOLD_MAX_BLOCKING_REQUESTS", wantIn: []string{"-5 must be at least 1"}},
+		{name: "max blocking requests unparsable", env: with("LEASEHOLD_MAX_BLOCKING_REQUESTS", "lots"),
+			wantVar: "LEASEHOLD_MAX_BLOCKING_REQUESTS", wantIn: []string{`"lots"`}},
+		{name: "max blocking requests set empty", env: with("LEASEHOLD_MAX_BLOCKING_REQUESTS", ""),
+			wantVar: "LEASEHOLD_MAX_BLOCKING_REQUESTS", wantIn: []string{`""`}},
 
 		// 6. Logging.
 		{name: "log level unknown", env: with("LEASEHOLD_LOG_LEVEL", "trace"),

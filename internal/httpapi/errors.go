@@ -33,6 +33,7 @@ const (
 	codeUnknownLease     = api.CodeUnknownLease
 	codeUnknownSuccessor = api.CodeUnknownSuccessor
 	codeNoHandover       = api.CodeHandoverUnavailable
+	codeTooManyBlocking  = api.CodeTooManyBlockingRequests // a blocking request beyond its listener's bound (limit.go)
 )
 
 // Retry-After values of the 503 answers (whole seconds, the header's
@@ -48,6 +49,9 @@ const (
 	// and for a release the election could not write: it retries its own
 	// Lease requests after retryPeriod (2 s by default), so asking sooner
 	// finds the same state.
+	//
+	// tooManyRetryAfter (limit.go, 5 s) is for a blocking request beyond
+	// its listener's bound.
 )
 
 // retryAfterOf is the Retry-After of a 503 with code.
@@ -55,6 +59,8 @@ func retryAfterOf(code errorCode) time.Duration {
 	switch code {
 	case codeShuttingDown, codeReleaseFailed:
 		return retryAfter
+	case codeTooManyBlocking:
+		return tooManyRetryAfter
 	default:
 		return stateRetryAfter
 	}

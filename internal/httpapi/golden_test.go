@@ -15,8 +15,10 @@ import (
 // goldenPath holds the answers of the single-Lease endpoints as the Server
 // gave them before lease groups existed (recorded at commit 5463e56 with
 // LEASEHOLD_UPDATE_GOLDEN=1; the Go version of leasehold_build_info
-// replaced by GOVERSION): single-Lease mode must keep answering them byte
-// for byte. Re-record it only for a change of the API that is meant.
+// replaced by GOVERSION; re-recorded once since, to add the series of
+// leasehold_blocking_requests_refused_total to /metrics and nothing else):
+// single-Lease mode must keep answering them byte for byte. Re-record it
+// only for a change of the API that is meant.
 const goldenPath = "testdata/single_lease.golden"
 
 // Single-Lease mode answers every endpoint that predates lease groups

@@ -119,8 +119,8 @@ func TestMetricsInGroupMode(t *testing.T) {
 			}
 		}
 	}
-	if len(got) != 9 {
-		t.Errorf("gathered %d families, want the HTTP layer's 9", len(got))
+	if len(got) != 10 {
+		t.Errorf("gathered %d families, want the HTTP layer's 10", len(got))
 	}
 
 	// A constant lease label would clash with the per-Lease one.

@@ -26,8 +26,10 @@ import (
 // body). Otherwise: 409 with {"error": ..., "code": "conflict"} when this instance does not
 // lead with T or the term is being released (the client must not start
 // what the hold was to protect); 503 with Retry-After once
-// EndBlockingRequests has been called; 400 for a missing or malformed
-// token.
+// EndBlockingRequests has been called (code shutting_down), or when the
+// listener already serves its bound of blocking requests, which a hold
+// counts in (code too_many_blocking_requests; nothing is held); 400 for a
+// missing or malformed token.
 func (s *Server) handleHold(w http.ResponseWriter, r *http.Request, el Election) {
 	q, err := queryOf(r)
 	if err != nil {
@@ -43,6 +45,12 @@ func (s *Server) handleHold(w http.ResponseWriter, r *http.Request, el Election)
 		refuseBlocking(w)
 		return
 	}
+	limit := limitOf(r.Context())
+	if !limit.acquire() {
+		refuseTooMany(w, r)
+		return
+	}
+	defer limit.release()
 	end, ok := el.Hold(tok)
 	if !ok {
 		writeError(w, http.StatusConflict, codeConflict, "not leading with fencing token "+tok.String()+

@@ -156,8 +156,8 @@ func TestMetricsThroughRegisterer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mfs) != 9 {
-		t.Errorf("gathered %d families, want the HTTP layer's 9", len(mfs))
+	if len(mfs) != 10 {
+		t.Errorf("gathered %d families, want the HTTP layer's 10", len(mfs))
 	}
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {

@@ -406,7 +406,7 @@ func TestCheckResponseFindsDepartures(t *testing.T) {
 var errorCodes = []errorCode{
 	codeBadParameter, codeNotFound, codeMethodNotAllowed, codeConflict, codeNotLeader,
 	codeNotReady, codeElectionStalled, codeShuttingDown, codeReleaseFailed, codeLeaseGroup, codeUnknownLease,
-	codeUnknownSuccessor, codeNoHandover,
+	codeUnknownSuccessor, codeNoHandover, codeTooManyBlocking,
 }
 
 // The document states the error contract for every operation: every error

@@ -161,6 +161,11 @@ type Options struct {
 	// the sidecar has an advertised address (LEASEHOLD_ADVERTISE_ADDRESS).
 	// Without it, answers stay as they were before the field existed.
 	Advertises bool
+	// MaxBlockingRequests bounds the blocking requests open at once on
+	// each listener, the API's and the OPS', separately
+	// (LEASEHOLD_MAX_BLOCKING_REQUESTS); 0 means DefaultMaxBlockingRequests.
+	// Must not be negative.
+	MaxBlockingRequests int
 }
 
 // AppHealthSource reports the app's health as last probed.
@@ -204,6 +209,8 @@ type Server struct {
 	watchers atomic.Int64 // open blocking requests: long-polls, leader waits, SSE streams
 	holds    atomic.Int64 // open holds (POST /v1/hold)
 
+	apiLimit, opsLimit *blockingLimit // each listener's bound of blocking requests
+
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed by BeginShutdown: /readyz fails
 	endOnce      sync.Once
@@ -226,6 +233,8 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("httpapi: Registry is required")
 	case opts.LeaseDuration <= 0:
 		return nil, errors.New("httpapi: LeaseDuration must be positive")
+	case opts.MaxBlockingRequests < 0:
+		return nil, errors.New("httpapi: MaxBlockingRequests must not be negative")
 	}
 	s := &Server{
 		appHealth:     opts.AppHealth,
@@ -254,18 +263,33 @@ func New(opts Options) (*Server, error) {
 	if err := reg.Register(newCollector(s, opts.Version)); err != nil {
 		return nil, err
 	}
+	maxBlocking := opts.MaxBlockingRequests
+	if maxBlocking == 0 {
+		maxBlocking = DefaultMaxBlockingRequests
+	}
+	var err error
+	if s.apiLimit, s.opsLimit, err = newLimits(maxBlocking, reg); err != nil {
+		return nil, err
+	}
 	s.api = s.apiRouter()
 	s.ops = s.opsRouter(opts.Registry)
 	return s, nil
 }
 
 // APIHandler is the handler of the API listener (LEASEHOLD_API_ADDR). It is
-// the only one that changes state, so it belongs on loopback.
-func (s *Server) APIHandler() http.Handler { return s.withIndex(s.api) }
+// the only one that changes state, so it belongs on loopback. Its blocking
+// requests share one bound (Options.MaxBlockingRequests), whichever
+// http.Server serves it: serve it on one listener.
+func (s *Server) APIHandler() http.Handler { return withLimit(s.apiLimit, s.withIndex(s.api)) }
 
 // OpsHandler is the read-only handler of the OPS listener
-// (LEASEHOLD_OPS_ADDR): probes, metrics, status.
-func (s *Server) OpsHandler() http.Handler { return s.withIndex(s.ops) }
+// (LEASEHOLD_OPS_ADDR): probes, metrics, status. Its blocking requests have
+// a bound of their own, apart from the API listener's. The listener is
+// reachable from other pods, so serve it with keep-alives off
+// (http.Server.SetKeepAlivesEnabled(false)): a connection then holds
+// nothing of the sidecar's once its answer is sent, unless it is one of
+// the bounded blocking requests.
+func (s *Server) OpsHandler() http.Handler { return withLimit(s.opsLimit, s.withIndex(s.ops)) }
 
 // NewHTTPServer returns an http.Server for h with read, header and idle
 // timeouts and a header size limit. It sets no WriteTimeout: long-polls and

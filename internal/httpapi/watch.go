@@ -134,6 +134,10 @@ const (
 	blockingEnded
 	// clientGone: the request's context ended. Answer nothing.
 	clientGone
+	// tooMany: done does not hold, and the listener already serves its
+	// bound of blocking requests (blockingLimit). Answer with
+	// refuseTooMany.
+	tooMany
 )
 
 // await blocks until done holds for src's latest snapshot (checked first
@@ -141,7 +145,9 @@ const (
 // EndBlockingRequests is called, and returns the latest snapshot and how
 // the wait ended. Once EndBlockingRequests has been called it never
 // blocks: it answers with a snapshot for which done holds, or ends with
-// blockingEnded. It returns at once when ctx ends. It waits on the
+// blockingEnded. It waits only with a slot of the listener's blockingLimit
+// (ctx's), and ends with tooMany when none is free; done holding at once
+// needs none. It returns at once when ctx ends. It waits on the
 // snapshots' Changed: it never polls.
 func await[S snapshot](s *Server, ctx context.Context, src source[S], snap S, wait time.Duration, done func(S) bool) (S, waitEnd) {
 	if done(snap) {
@@ -150,6 +156,11 @@ func await[S snapshot](s *Server, ctx context.Context, src source[S], snap S, wa
 	if s.blockingEnded() {
 		return snap, blockingEnded
 	}
+	limit := limitOf(ctx)
+	if !limit.acquire() {
+		return snap, tooMany
+	}
+	defer limit.release()
 	s.watchers.Add(1)
 	defer s.watchers.Add(-1)
 	timer := time.NewTimer(wait)
@@ -177,7 +188,8 @@ func await[S snapshot](s *Server, ctx context.Context, src source[S], snap S, wa
 
 // block awaits done for a handler (see await). It returns false when the
 // handler must not answer any more: the client left, or blocking requests
-// have ended, and then it has answered 503 with Retry-After itself.
+// have ended or the listener's bound is full, and then it has answered 503
+// with Retry-After itself.
 func block[S snapshot](s *Server, w http.ResponseWriter, r *http.Request, src source[S], snap S, wait time.Duration, done func(S) bool) (S, bool) {
 	snap, end := await(s, r.Context(), src, snap, wait, done)
 	var none S
@@ -186,6 +198,9 @@ func block[S snapshot](s *Server, w http.ResponseWriter, r *http.Request, src so
 		return none, false
 	case blockingEnded:
 		refuseBlocking(w)
+		return none, false
+	case tooMany:
+		refuseTooMany(w, r)
 		return none, false
 	}
 	return snap, true
@@ -211,13 +226,24 @@ func block[S snapshot](s *Server, w http.ResponseWriter, r *http.Request, src so
 // EventSource then reconnects with Last-Event-ID. Once EndBlockingRequests
 // has been called, a client that has seen the current state is answered
 // 503 (refuseBlocking), and one that has not gets it as the stream's only
-// event.
+// event. Before that, every stream waits, so it needs a slot of the
+// listener's blockingLimit: without a free one it is answered 503
+// (refuseTooMany) before anything is sent.
 func stream[S snapshot](s *Server, w http.ResponseWriter, r *http.Request, src source[S], wait time.Duration, seen uint64, hasSeen bool) {
 	rc := http.NewResponseController(w)
 	snap := src.latest()
-	if s.blockingEnded() && hasSeen && seen == src.index(snap) {
+	ended := s.blockingEnded()
+	if ended && hasSeen && seen == src.index(snap) {
 		refuseBlocking(w)
 		return
+	}
+	if !ended {
+		limit := limitOf(r.Context())
+		if !limit.acquire() {
+			refuseTooMany(w, r)
+			return
+		}
+		defer limit.release()
 	}
 	setIndexOf(w, src.index(snap))
 	w.Header().Set("Content-Type", "text/event-stream")

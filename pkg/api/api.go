@@ -221,6 +221,13 @@ const (
 	// no membership to check the successor against (one Lease without
 	// LEASEHOLD_HANDOVER=successor, or an observer); nothing was released.
 	CodeHandoverUnavailable ErrorCode = "handover_unavailable"
+	// CodeTooManyBlockingRequests (503): a request that would block (a
+	// long-poll or leader wait that does not find its answer ready, an SSE
+	// stream, a hold) on a listener that already serves its bound of
+	// blocking requests (LEASEHOLD_MAX_BLOCKING_REQUESTS). Nothing was
+	// started; ask again after Retry-After. Requests that do not block are
+	// never refused this way.
+	CodeTooManyBlockingRequests ErrorCode = "too_many_blocking_requests"
 )
 
 // LeaderAddress is a Status's leaderAddress. It is in an answer only when

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/leasehold/leasehold/internal/httpapi"
 )
 
 // helm lint --strict passes for the defaults, every ci values file and the
@@ -83,6 +85,8 @@ var ciExpectations = map[string]expectation{
 			wantEnv(t, sidecar, map[string]string{
 				"LEASEHOLD_LEASE_DURATION": "5s", "LEASEHOLD_RENEW_DEADLINE": "3s", "LEASEHOLD_RETRY_PERIOD": "1s",
 				"LEASEHOLD_LOG_LEVEL": "debug", "LEASEHOLD_LOG_FORMAT": "text", "LEASEHOLD_RELEASE_ON_SHUTDOWN": "true",
+				// The chart's default is the sidecar's, which its memory limit is sized for.
+				"LEASEHOLD_MAX_BLOCKING_REQUESTS": strconv.Itoa(httpapi.DefaultMaxBlockingRequests),
 			})
 		},
 	},
@@ -96,6 +100,7 @@ var ciExpectations = map[string]expectation{
 			wantEnv(t, sidecar, map[string]string{
 				"LEASEHOLD_RELEASE_ON_SHUTDOWN": "false", "GOMEMLIMIT": "48MiB",
 				"LEASEHOLD_API_ADDR": "127.0.0.1:14040", "LEASEHOLD_OPS_ADDR": ":14041",
+				"LEASEHOLD_MAX_BLOCKING_REQUESTS": "1000000", // a whole number, not 1e+06
 			})
 			wantEnv(t, app, map[string]string{"LEASEHOLD_URL": "http://127.0.0.1:14040"})
 			if s := d.Spec.Template.Spec.ImagePullSecrets; len(s) != 1 || s[0].Name != "registry-credentials" {
@@ -516,6 +521,10 @@ func TestBadValuesFailWithAClearMessage(t *testing.T) {
 		"unknown log level":         {[]string{"--set", "log.level=verbose"}, []string{schema, "at '/log/level'"}},
 		"health url not http":       {[]string{"--set", "appHealth.url=tcp://127.0.0.1:8080"}, []string{schema, "at '/appHealth/url'"}},
 		"health threshold zero":     {[]string{"--set", "appHealth.failureThreshold=0"}, []string{schema, "at '/appHealth/failureThreshold'"}},
+		"max blocking zero":         {[]string{"--set", "maxBlockingRequests=0"}, []string{schema, "at '/maxBlockingRequests'"}},
+		"max blocking negative":     {[]string{"--set", "maxBlockingRequests=-1"}, []string{schema, "at '/maxBlockingRequests'"}},
+		"max blocking fractional":   {[]string{"--set", "maxBlockingRequests=2.5"}, []string{schema, "at '/maxBlockingRequests'"}},
+		"max blocking in a file":    {[]string{"-f", writeValues(t, "maxBlockingRequests: 1.5\n")}, []string{schema, "at '/maxBlockingRequests'"}},
 		"health interval no unit":   {[]string{"--set", "appHealth.interval=2"}, []string{schema, "at '/appHealth/interval'"}},
 		"bad pod label key":         {[]string{"--set", "podLabel.key=leader label"}, []string{schema, "at '/podLabel/key'"}},
 		"election label as key":     {[]string{"--set", "podLabel.key=leasehold.io/lease"}, []string{schema, "at '/podLabel/key'"}},

@@ -302,6 +302,8 @@ POD_NAMESPACE, the namespace the Role is in.
   value: {{ printf "127.0.0.1:%v" .Values.ports.api | quote }}
 - name: LEASEHOLD_OPS_ADDR
   value: {{ printf ":%v" .Values.ports.ops | quote }}
+- name: LEASEHOLD_MAX_BLOCKING_REQUESTS
+  value: {{ printf "%d" (int .Values.maxBlockingRequests) | quote }}
 - name: LEASEHOLD_LOG_LEVEL
   value: {{ .Values.log.level | quote }}
 - name: LEASEHOLD_LOG_FORMAT
