@@ -241,7 +241,7 @@ func TestBlockingRequestsStayWithinTheChartMemoryLimit(t *testing.T) {
 		}
 		for _, probe := range []string{"/livez", "/readyz"} {
 			if err := answeredAndClosed(rawRequest(t, inst.OpsURL, probe, false), ok); err != nil {
-				t.Errorf("%s with the bound full: %v", probe, err)
+				t.Fatalf("%s with the bound full: %v", probe, err)
 			}
 		}
 		wg.Wait()
