@@ -81,3 +81,22 @@ func followTerms(ctx context.Context, snapshot func() *elect.Snapshot, clk clock
 		}
 	}
 }
+
+// lingerUntilQuiet waits, while the proxy keeps serving, until no other
+// proxy has forwarded a request to it for quiet (its followers have seen
+// the new leader and forward there), or until ctx ends, on clk.
+func lingerUntilQuiet(ctx context.Context, p *proxy.Proxy, clk clock.WithTicker, quiet time.Duration) {
+	for {
+		left := quiet - clk.Since(p.LastForwarded())
+		if left <= 0 {
+			return
+		}
+		timer := clk.NewTimer(left)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C():
+		}
+	}
+}

@@ -3,13 +3,18 @@ package main_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // SIGTERM to the leader, with a long-poll and an SSE stream open on its
@@ -95,4 +100,58 @@ func waitWatchers(t *testing.T, inst *fleet.Instance, n float64) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// SIGTERM to a leader with connections still open that the servers' stop
+// cannot wait out: a connection to each listener that sends nothing, and a
+// request through the forwarding proxy to an app that does not answer. The
+// sidecar releases, closes them at the shutdown bound, and exits 0 within
+// that bound (plus the release), not 1.
+func TestSIGTERMWithConnectionsOpenExitsZero(t *testing.T) {
+	f := newFleet(t)
+	hung := make(chan struct{})
+	var reached atomic.Int64
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(app.Close)
+	t.Cleanup(func() { close(hung) }) // before app.Close: the handler returns
+	port, err := kubetest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyAddr := "127.0.0.1:" + strconv.Itoa(port)
+	f.Env = append(f.Env, "LEASEHOLD_ADVERTISE_ADDRESS="+proxyAddr, "LEASEHOLD_PROXY_ADDR="+proxyAddr,
+		"LEASEHOLD_PROXY_UPSTREAM="+app.Listener.Addr().String())
+	a, _ := startLeader(t, f, "a")
+
+	for _, addr := range []string{strings.TrimPrefix(a.APIURL, "http://"), strings.TrimPrefix(a.OpsURL, "http://"), proxyAddr} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+	}
+	stuck := longPoll(t.Context(), "http://"+proxyAddr+"/never-answered")
+	for deadline := time.Now().Add(generous); reached.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the request through the proxy did not reach the app")
+		}
+	}
+
+	took, err := a.Terminate(generous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := a.ExitCode(); code != 0 {
+		t.Errorf("exit status %d after SIGTERM with connections open, want 0; log tail:\n%s", code, kubetest.LogTail(a.LogPath, 10))
+	}
+	if r := <-stuck; r.err == nil {
+		t.Errorf("the stuck request was answered %d", r.code)
+	}
+	t.Logf("exited %v after SIGTERM", took.Round(time.Millisecond))
 }

@@ -21,10 +21,25 @@ import (
 	"github.com/leasehold/leasehold/internal/proxy"
 )
 
-// httpShutdownTimeout bounds how long open requests may take to finish once
-// the servers stop (long-polls and streams end at once:
-// EndBlockingRequests).
+// httpShutdownTimeout bounds the servers' stop, from the moment blocking
+// requests have ended (long-polls and streams end at once:
+// EndBlockingRequests): the proxy's linger (at most proxyLingerTimeout of
+// it), then the time open requests may take to finish. A connection still
+// open at its end is closed, and the stop is still a clean one (exit 0).
 const httpShutdownTimeout = 2 * time.Second
+
+// proxyQuiet is how long the forwarding proxy of a stopping sidecar must
+// have received no request from another proxy before it closes: its
+// followers, which learn the new leader from the Lease within a round trip,
+// have stopped forwarding to it, so closing its kept-alive connections
+// cannot cut a request they are sending (a request written onto a
+// connection as the server closes it has an unknown fate: a 502). Until
+// then it serves as any non-leader: it forwards to the new leader if it
+// knows it, else answers 503. It waits so at most proxyLingerTimeout.
+const (
+	proxyQuiet         = 100 * time.Millisecond
+	proxyLingerTimeout = httpShutdownTimeout / 2
+)
 
 // sidecarDeps is what a sidecar takes from its process (serve) or its test:
 // everything it does not build from its configuration.
@@ -156,13 +171,19 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 // delivers leader:false) and releases its Leases; the labeler, having seen
 // that, takes the leader label off this Pod; then blocking requests end,
 // and those that would still block are answered 503 with Retry-After, so
-// clients back off instead of polling in a loop; then the servers close.
-// The forwarding proxy, when on, serves throughout: when the election's
-// step-down ends its term, the upgraded connections and streams it
-// forwarded under that term close (followTerms); once the election has
-// stopped it forwards to the new leader (or answers 503), and in-flight
-// requests finish as the servers close. Run closes the listeners; call it
-// once.
+// clients back off instead of polling in a loop; then the servers close,
+// within httpShutdownTimeout: each stops accepting, open requests finish,
+// and what is still open at the bound is closed (the stop is still clean:
+// nil error).
+//
+// The forwarding proxy, when on, serves throughout, and closes last: when
+// the election's step-down ends its term, the upgraded connections and
+// streams it forwarded under that term close (followTerms); from then on
+// it forwards to the new leader (or answers 503), and once the servers
+// stop it keeps doing so until no other proxy has forwarded to it for
+// proxyQuiet (its followers forward to the new leader), at most
+// proxyLingerTimeout, before it closes its listener. Run closes the
+// listeners; call it once.
 func (s *sidecar) Run(ctx context.Context) error {
 	type job struct {
 		name string
@@ -225,18 +246,42 @@ func (s *sidecar) Run(ctx context.Context) error {
 	step(stepLabeler)
 	s.api.EndBlockingRequests()
 	step(stepBlocking)
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
-	defer cancel()
-	for _, srv := range s.servers {
-		failure = errors.Join(failure, srv.server.Shutdown(shutdownCtx))
-	}
-	if s.proxy != nil {
-		s.proxy.CloseIdleConnections()
-	}
+	failure = errors.Join(failure, s.closeServers())
 	tasks["proxy terms"].stop()
 	step(stepServers)
 	if failure == nil {
 		s.log.Info("leasehold stopped")
+	}
+	return failure
+}
+
+// closeServers stops the HTTP servers within httpShutdownTimeout (see Run):
+// the proxy lingers first, while every server still serves; then each
+// server stops accepting and closes its idle connections, and open
+// requests may finish until the bound, when what is still open is closed
+// (logged, not an error). It returns only the errors of closing the
+// listeners.
+func (s *sidecar) closeServers() error {
+	ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
+	defer cancel()
+	if s.proxy != nil {
+		linger, stop := context.WithTimeout(ctx, proxyLingerTimeout)
+		lingerUntilQuiet(linger, s.proxy, s.clock, proxyQuiet)
+		stop()
+	}
+	var failure error
+	for _, srv := range s.servers {
+		err := srv.server.Shutdown(ctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			// Shutdown has closed the listener: Close closes the connections.
+			s.log.Warn("closing the connections still open at the shutdown bound", "server", srv.name, "bound", httpShutdownTimeout)
+			_ = srv.server.Close()
+			err = nil
+		}
+		failure = errors.Join(failure, err)
+	}
+	if s.proxy != nil {
+		s.proxy.CloseIdleConnections()
 	}
 	return failure
 }

@@ -37,27 +37,42 @@
 // (Code lists the codes); its 503s carry Retry-After (Config.RetryAfter,
 // in whole seconds, at least 1).
 //
-// # Never a retry
+// # Delivered at most once
 //
-// A request is sent at most once, to one place. When the app (on the
-// leader) or the leader's proxy (on a follower) gives no answer — refused,
-// reset, closed before answering — the proxy answers 502, code
+// A request reaches at most one app, once. When the app (on the leader)
+// or the leader's proxy (on a follower) gives no answer once the
+// connection was made — reset, closed before answering — the request may
+// have been received, so the proxy answers 502, code
 // upstream_unavailable, and does not send it again, to the same target or
-// to another. (net/http's Transport itself re-sends a request in two
-// cases only: on a kept-alive connection that turned out closed before
-// any byte of the request was written, and, for a request without a body
-// whose method is idempotent — GET, HEAD, OPTIONS, TRACE — on a
-// kept-alive connection that broke before the answer. It never re-sends a
-// request with a body.) An answer of the app or of the leader's proxy,
-// whatever its status (a 503 of a leader that has just lost its term
-// included), is passed to the client as it is.
+// to another; so it does when the app refuses the connection (on the
+// leader: the app is down). (net/http's Transport itself re-sends a
+// request in two cases only: on a kept-alive connection that turned out
+// closed before any byte of the request was written, and, for a request
+// without a body whose method is idempotent — GET, HEAD, OPTIONS, TRACE —
+// on a kept-alive connection that broke before the answer. It never
+// re-sends a request with a body.) An answer of the app or of the
+// leader's proxy, whatever its status (a 503 of a leader that has just
+// lost its term included), is passed to the client as it is.
+//
+// One failure is known to leave a request undelivered: on a follower, the
+// leader's proxy refused the connection (a dial error: connection refused,
+// no route, the 5 s connect timeout), before a byte of the request or its
+// body was sent. That happens during a handover, when the old leader's
+// proxy has closed and this follower has not yet seen the new leader. The
+// follower then reads View once more and forwards the request, once, to
+// the leader as now known: another leader's proxy, or its own app if this
+// instance now leads. If View names the same proxy or no leader, or that
+// second connection is refused too, it answers 503 with Retry-After (code
+// leader_unreachable, or the View's no_leader), never 502.
 //
 // # When leadership is read, and what remains
 //
 // One View per request decides everything: the target, the headers, or
 // the rejection. It is read in the ReverseProxy's Rewrite hook; the proxy
-// reads View again only when a long-lived answer begins, and in
-// CloseEndedTerms (see "Streaming and upgrades"). Rewrite is the last hook net/http gives before the
+// reads View again only for a follower's request refused at connect (see
+// above: a second decision, for a request that went nowhere), when a
+// long-lived answer begins, and in CloseEndedTerms (see "Streaming and
+// upgrades"). Rewrite is the last hook net/http gives before the
 // request is handed to the Transport: ReverseProxy has by then copied the
 // request and its headers in memory (nothing blocks, the body is not
 // read), and after it only fills in an empty User-Agent and calls

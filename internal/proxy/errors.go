@@ -28,9 +28,16 @@ const (
 	// (e.g. a Pod IP given to a Pod of another app). It is delivered to no
 	// one.
 	CodeWrongLease Code = "wrong_lease"
+	// CodeLeaderUnreachable (503, Retry-After): this instance does not
+	// lead, and the leader's proxy refused the connection (it is stopping,
+	// or gone), also where the leader is known to be after that (the same
+	// address, or another that refused too): the request was delivered to
+	// no one.
+	CodeLeaderUnreachable Code = "leader_unreachable"
 	// CodeUpstreamUnavailable (502): the local app (on the leader), or the
-	// leader's proxy (on a follower), gave no answer: refused, reset,
-	// closed before answering. The request is not sent again, to anyone.
+	// leader's proxy (on a follower), gave no answer: refused (the app),
+	// reset, closed before answering. The request is not sent again, to
+	// anyone.
 	CodeUpstreamUnavailable Code = "upstream_unavailable"
 	// CodeBadRequest (400): net/http's ReverseProxy refused the request
 	// before it could be forwarded (an Upgrade header naming no printable

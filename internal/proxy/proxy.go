@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -175,7 +176,8 @@ type Proxy struct {
 	marker     string // this proxy's value of HeaderForwarded
 	base       http.RoundTripper
 	rp         *httputil.ReverseProxy
-	terms      terms // the long-lived exchanges forwarded to the app, by term
+	terms      terms        // the long-lived exchanges forwarded to the app, by term
+	lastPeer   atomic.Int64 // when the last request from another proxy arrived (UnixNano of the clock), 0 before the first
 }
 
 // New checks cfg and returns a Proxy. Its errors name the Config field at
@@ -261,6 +263,17 @@ func (p *Proxy) CloseIdleConnections() {
 	}
 }
 
+// LastForwarded is when the latest request forwarded by another proxy
+// (with HeaderForwarded) arrived, by Config.Clock; zero before the first.
+// A leaving instance keeps its proxy serving until its followers, having
+// seen the new leader, have stopped sending to it.
+func (p *Proxy) LastForwarded() time.Time {
+	if n := p.lastPeer.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 // outcome is what the proxy did with a request: the metrics' label.
 type outcome string
 
@@ -303,6 +316,9 @@ func exchangeOf(ctx context.Context) *exchange {
 // leader's proxy when another does, and otherwise answers 503 itself.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{start: p.clock.Now()}
+	if _, fromPeer := r.Header[HeaderForwarded]; fromPeer {
+		p.lastPeer.Store(x.start.UnixNano())
+	}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), exchangeKey{}, x))
 	x.cancel = cancel
 	defer cancel()
@@ -360,7 +376,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 
 // route applies the decision v gives to out: sets its target (with
 // setURL) and the headers of that route, and records them in x; or records
-// in x the rejection to answer.
+// in x the rejection to answer. It is the same decision for a request's
+// first attempt (rewrite) and for its one more after the leader's proxy
+// refused the connection (guard).
 func (p *Proxy) route(x *exchange, out *http.Request, v View, setURL func(*url.URL)) {
 	switch {
 	case v.Leading:
@@ -425,17 +443,23 @@ func (r *rejection) Error() string { return r.msg }
 
 // guard is the ReverseProxy's Transport: it hands a request on to the real
 // transport unless the decision rejected it, in which case it returns the
-// rejection at once: nothing is sent anywhere.
+// rejection at once: nothing is sent anywhere. A request to the leader's
+// proxy that was refused at connect goes once more where the leader is now
+// known to be (refused.go).
 type guard struct{ p *Proxy }
 
 func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if x := exchangeOf(req.Context()); x != nil && x.reject != nil {
+	x := exchangeOf(req.Context())
+	if x != nil && x.reject != nil {
 		if req.Body != nil {
 			_ = req.Body.Close() // RoundTrip's contract (ReverseProxy's body ignores it)
 		}
 		return nil, x.reject
 	}
-	return g.p.base.RoundTrip(req)
+	if x == nil || x.outcome != forwarded {
+		return g.p.base.RoundTrip(req)
+	}
+	return g.p.forward(x, req)
 }
 
 // modifyResponse counts a response once its status is known (a 101 once

@@ -130,12 +130,19 @@
 //     was created, within nsBound, with lastError null.
 //
 // The leader address, the forwarding proxy and handover to a successor
-// (successor_test.go, proxy_terms_test.go; every
+// (successor_test.go, proxy_handover_test.go, proxy_terms_test.go; every
 // sidecar with its own proxy and a stand-in app that records the tokens it
 // served):
 //
 //   - Leader address and proxy over one SIGTERM under load; a rolling
 //     update with LEASEHOLD_HANDOVER=successor moves leadership once.
+//   - 50 graceful handovers under load (25 releasing to anyone, 25 with
+//     LEASEHOLD_HANDOVER=successor), a client per proxy sending GETs and
+//     POSTs without pause: no proxy answers 502, no staying proxy leaves a
+//     request unanswered, every SIGTERMed sidecar exits 0, each app serves
+//     only under its own member's tokens; the 503 window per handover is
+//     logged (p50, p90, max), at the staying proxies and at the leaving
+//     one's.
 //   - An upgraded connection through a follower's proxy and one through
 //     the leader's close within closeBound of the leader's release; a new
 //     one reaches the new leader's app under its token.
