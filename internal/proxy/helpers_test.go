@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
@@ -33,13 +34,7 @@ const generous = 20 * time.Second
 // eventually polls cond until it holds, failing t after generous.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(generous)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, generous, time.Millisecond, what, cond)
 }
 
 // seen is one request as an app stand-in received it.
