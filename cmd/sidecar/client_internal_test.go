@@ -150,6 +150,19 @@ func TestStatusShowsProblems(t *testing.T) {
 	}
 }
 
+// An app on its way back to healthy (passes in a row, fewer than the
+// success threshold) is shown as such, not as failing.
+func TestStatusShowsAppRecovering(t *testing.T) {
+	st := following
+	st.Candidate = false
+	st.AppHealth = &api.AppHealth{ConsecutiveSuccesses: 2, LastCheckAt: "2026-07-01T11:59:59Z", LastSuccessAt: "2026-07-01T11:59:59Z"}
+	f := newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, st) })
+	r := invoke(t, nil, "status", "--addr", f.addr())
+	if want := "\napp health     not healthy yet: 2 passed probes in a row, fewer than LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD (last checked 2026-07-01T11:59:59Z ("; !strings.Contains(r.stdout, want) {
+		t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+	}
+}
+
 // -o json prints the API's answer verbatim: fields this client does not
 // know (a newer sidecar's) are kept.
 func TestStatusJSONIsTheAPIsAnswer(t *testing.T) {

@@ -20,7 +20,7 @@ var configVars = []string{
 	"LEASEHOLD_LEASE_DURATION", "LEASEHOLD_RENEW_DEADLINE", "LEASEHOLD_RETRY_PERIOD", "LEASEHOLD_API_ADDR",
 	"LEASEHOLD_OPS_ADDR", "LEASEHOLD_RELEASE_ON_SHUTDOWN", "LEASEHOLD_LOG_LEVEL", "LEASEHOLD_LOG_FORMAT",
 	"LEASEHOLD_APP_HEALTH_URL", "LEASEHOLD_APP_HEALTH_TIMEOUT", "LEASEHOLD_APP_HEALTH_INTERVAL",
-	"LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "LEASEHOLD_POD_LABEL", "LEASEHOLD_PPROF",
+	"LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD", "LEASEHOLD_POD_LABEL", "LEASEHOLD_PPROF",
 	"LEASEHOLD_MAX_BLOCKING_REQUESTS",
 }
 
@@ -80,6 +80,7 @@ func TestTroubleshootingQuotesTheConfigErrors(t *testing.T) {
 		{with(append(health, "LEASEHOLD_APP_HEALTH_TIMEOUT", "0s")...), []string{"LEASEHOLD_APP_HEALTH_TIMEOUT: timeout (0s) must be greater than 0"}},
 		{with(append(health, "LEASEHOLD_APP_HEALTH_TIMEOUT", "3s")...), []string{"LEASEHOLD_APP_HEALTH_TIMEOUT=3s must not exceed LEASEHOLD_APP_HEALTH_INTERVAL=2s"}},
 		{with(append(health, "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "0")...), []string{"LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD: failureThreshold (0) must be at least 1"}},
+		{with(append(health, "LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD", "0")...), []string{"LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD: successThreshold (0) must be at least 1"}},
 		{with("LEASEHOLD_POD_LABEL", "-bad"), []string{"LEASEHOLD_POD_LABEL: ", " is not a valid label key: "}},
 		{with("LEASEHOLD_POD_LABEL", "leasehold.io/lease"), []string{`"leasehold.io/lease" is the election label that leasehold writes next to the leader label; choose another key, such as leasehold.io/leader`}},
 		{with(append(label, "POD_NAME", "<unset>", "LEASEHOLD_IDENTITY", "me")...), []string{"LEASEHOLD_POD_LABEL: requires POD_NAME (from the Downward API, fieldRef metadata.name) to find the Pod to label"}},

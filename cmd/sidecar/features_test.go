@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -303,5 +304,92 @@ func wantElectionLabels(t *testing.T, m fleet.Metrics, namespace, lease string) 
 	}
 	if leasehold < 15 {
 		t.Errorf("only %d leasehold families in the scrape", leasehold)
+	}
+}
+
+// scriptedApp is a health endpoint that answers its probes from a script,
+// one status per probe, the last one for every probe after; the test
+// replaces the script at will. It records when it answered each probe.
+type scriptedApp struct {
+	mu       sync.Mutex
+	script   []int
+	answered []time.Time // when each probe was answered, in order
+	server   *httptest.Server
+}
+
+func newScriptedApp(t *testing.T, script ...int) *scriptedApp {
+	a := &scriptedApp{script: script}
+	a.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		a.mu.Lock()
+		code := a.script[0]
+		if len(a.script) > 1 {
+			a.script = a.script[1:]
+		}
+		a.answered = append(a.answered, time.Now())
+		a.mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(a.server.Close)
+	return a
+}
+
+// play replaces the script and returns the number of probes answered
+// before.
+func (a *scriptedApp) play(script ...int) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.script = script
+	return len(a.answered)
+}
+
+// probe is when probe n (counted from 0) was answered, and ok once it
+// was; probes is how many were answered.
+func (a *scriptedApp) probe(n int) (at time.Time, ok bool, probes int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n >= len(a.answered) {
+		return time.Time{}, false, len(a.answered)
+	}
+	return a.answered[n], true, len(a.answered)
+}
+
+// Damping, process level: with LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD=3
+// (failure threshold 2), a leader whose app check starts to flap steps
+// down and releases once 2 probes in a row fail, and then writes nothing
+// while the check goes on flapping with never 3 passes in a row: the first
+// write naming it again comes only after the third pass in a row of the
+// script's end. Without damping, its first passing probe would put it back
+// in the election and it would take the released Lease at once.
+func TestAppHealthDampingKeepsAFlappingAppOut(t *testing.T) {
+	f := newFleet(t)
+	app := newScriptedApp(t, http.StatusOK)
+	f.Env = append(slices.Clone(f.Env),
+		"LEASEHOLD_APP_HEALTH_URL="+app.server.URL+"/healthz",
+		"LEASEHOLD_APP_HEALTH_INTERVAL="+healthInterval.String(),
+		"LEASEHOLD_APP_HEALTH_TIMEOUT=100ms",
+		"LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD=2",
+		"LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD=3",
+	)
+	a, st := startLeader(t, f, "a")
+
+	writes := watchLease(t, f.Namespace, "app")
+	flap := []int{503, 503, 200, 503, 200, 200, 503, 204, 503, 200, 200, 500, 200, 503}
+	script := append(slices.Clone(flap), 200, 200, 200)
+	first := app.play(script...)
+	rejoin := first + len(script) - 1 // the third pass in a row at the script's end
+
+	release := writes.next(t, "a's release", func(l *coordinationv1.Lease) bool { return holderOf(l) != st.Identity })
+	if holderOf(release) != "" || release.Annotations[elect.ReleasedByAnnotation] != st.Identity {
+		t.Fatalf("first write not naming a: holder %q, %s %q; want a's own release", holderOf(release),
+			elect.ReleasedByAnnotation, release.Annotations[elect.ReleasedByAnnotation])
+	}
+	writes.next(t, "a write naming a again", func(l *coordinationv1.Lease) bool { return holderOf(l) == st.Identity })
+	seen := time.Now()
+	if at, ok, probes := app.probe(rejoin); !ok || at.After(seen) {
+		t.Fatalf("a took the Lease again before its app passed 3 probes in a row: after %d of the script's %d probes",
+			probes-first, len(script))
+	}
+	if _, after, err := fleet.WaitLeader(t.Context(), []*fleet.Instance{a}, 10*time.Millisecond); err != nil || after.FencingToken <= st.FencingToken {
+		t.Fatalf("a leads again with token %d (err %v), want above %d", after.FencingToken, err, st.FencingToken)
 	}
 }

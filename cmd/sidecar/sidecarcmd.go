@@ -56,6 +56,7 @@ It takes no flags: it is configured by environment variables (README.md,
   LEASEHOLD_APP_HEALTH_TIMEOUT            default 1s
   LEASEHOLD_APP_HEALTH_INTERVAL           default 2s
   LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD  default 3
+  LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD  default 1
   LEASEHOLD_POD_LABEL                     the leader label's key (default off)
   LEASEHOLD_ADVERTISE_ADDRESS             host:port where other replicas reach this one (default off)
   LEASEHOLD_PROXY_ADDR                    the forwarding proxy's listen address (default off)

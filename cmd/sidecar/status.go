@@ -99,9 +99,13 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 		row("last error", fmt.Sprintf("%s (%s)", *st.LastError, when(st.LastErrorAt, now)))
 	}
 	if h := st.AppHealth; h != nil {
-		if h.Healthy {
+		switch {
+		case h.Healthy:
 			row("app health", fmt.Sprintf("healthy (last checked %s)", when(h.LastCheckAt, now)))
-		} else {
+		case h.ConsecutiveSuccesses > 0:
+			row("app health", fmt.Sprintf("not healthy yet: %d passed probes in a row, fewer than LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD (last checked %s)",
+				h.ConsecutiveSuccesses, when(h.LastCheckAt, now)))
+		default:
 			row("app health", fmt.Sprintf("unhealthy: %d failed probes in a row, last: %s (last success %s)",
 				h.ConsecutiveFailures, h.LastError, when(h.LastSuccessAt, now)))
 		}

@@ -12,7 +12,7 @@ import (
 // TestNewValidatesConfig is the table of Config's rules (Validate): each
 // broken rule is reported naming the fields it relates, with their values.
 func TestNewValidatesConfig(t *testing.T) {
-	valid := Config{URL: "http://127.0.0.1:8080/healthz", Timeout: time.Second, Interval: 5 * time.Second, FailureThreshold: 3}
+	valid := Config{URL: "http://127.0.0.1:8080/healthz", Timeout: time.Second, Interval: 5 * time.Second, FailureThreshold: 3, SuccessThreshold: 3}
 	for _, tc := range []struct {
 		name    string
 		mutate  func(*Config)
@@ -36,6 +36,9 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"timeout beyond interval", func(c *Config) { c.Timeout = 6 * time.Second }, "timeout (6s) must not exceed interval (5s)"},
 		{"zero threshold", func(c *Config) { c.FailureThreshold = 0 }, "failureThreshold (0) must be at least 1"},
 		{"negative threshold", func(c *Config) { c.FailureThreshold = -1 }, "failureThreshold (-1) must be at least 1"},
+		{"success threshold 1", func(c *Config) { c.SuccessThreshold = 1 }, ""},
+		{"zero success threshold", func(c *Config) { c.SuccessThreshold = 0 }, "successThreshold (0) must be at least 1"},
+		{"negative success threshold", func(c *Config) { c.SuccessThreshold = -2 }, "successThreshold (-2) must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := valid
@@ -65,7 +68,7 @@ func TestNewValidatesConfig(t *testing.T) {
 
 // The URL's password never reaches an error message.
 func TestNewRedactsPassword(t *testing.T) {
-	_, err := New(Config{URL: "ftp://user:secret@app/healthz", Timeout: time.Second, Interval: time.Second, FailureThreshold: 1})
+	_, err := New(Config{URL: "ftp://user:secret@app/healthz", Timeout: time.Second, Interval: time.Second, FailureThreshold: 1, SuccessThreshold: 1})
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("New error = %v, want an error without the password", err)
 	}

@@ -9,14 +9,22 @@
 // # Contract
 //
 //   - Not healthy until proven: a new Prober is unhealthy, and stays so
-//     until a probe answers 2xx, however many probes fail before. A
-//     candidate therefore never campaigns on an app it has not yet seen
-//     healthy.
-//   - One success is enough: a 2xx answer makes the Prober healthy and
-//     resets the count of consecutive failures to 0.
+//     until SuccessThreshold probes in a row answer 2xx, however many
+//     probes fail before. A candidate therefore never campaigns on an app
+//     it has not yet seen healthy.
+//   - SuccessThreshold consecutive successes make an unhealthy Prober
+//     healthy, at start and after a failure alike; fewer leave it
+//     unhealthy (Status.ConsecutiveSuccesses counts them), and any failure
+//     in between starts the count again. With SuccessThreshold 1, one
+//     success is enough. This is the damping of a flapping check: after it
+//     withdrew from the election, an instance rejoins only once its app
+//     has passed SuccessThreshold probes in a row, so a check that fails
+//     and passes in turns moves no Lease back and forth.
 //   - FailureThreshold consecutive failures make a healthy Prober
 //     unhealthy; fewer leave it healthy (Status.ConsecutiveFailures counts
 //     them). Any success in between starts the count again.
+//   - The rule is one pure function of the previous Status and the probe's
+//     result (judge), table-tested on its own.
 //   - A probe fails on a transport error (refused, reset, DNS, TLS, ...),
 //     on a timeout (each request has its own deadline of Timeout, which
 //     covers connecting, the headers and reading the body), and on any

@@ -126,10 +126,10 @@ func start(t *testing.T, cfg Config) *run {
 	return r
 }
 
-// config is a valid Config for url: the given timeout and threshold, the
-// test interval.
+// config is a valid Config for url: the given timeout and failure
+// threshold, the test interval, and a success threshold of 1.
 func config(url string, timeout time.Duration, threshold int) Config {
-	return Config{URL: url, Timeout: timeout, Interval: interval, FailureThreshold: threshold}
+	return Config{URL: url, Timeout: timeout, Interval: interval, FailureThreshold: threshold, SuccessThreshold: 1}
 }
 
 // waitChecks waits until n probes have completed and returns the Status.

@@ -18,7 +18,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		healthy: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "leasehold_app_healthy",
-			Help: "1 while the app's health check passes (this instance may campaign); 0 before its first success and after failureThreshold consecutive failures.",
+			Help: "1 while the app's health check passes (this instance may campaign): from successThreshold consecutive successes until failureThreshold consecutive failures; else 0.",
 		}),
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "leasehold_app_health_checks_total",

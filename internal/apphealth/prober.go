@@ -36,6 +36,10 @@ type Config struct {
 	// FailureThreshold is how many consecutive failed probes make a healthy
 	// app unhealthy. At least 1.
 	FailureThreshold int
+	// SuccessThreshold is how many consecutive successful probes make an
+	// unhealthy app healthy, a new Prober's included (Kubernetes probes'
+	// successThreshold). At least 1; 1 makes the first success enough.
+	SuccessThreshold int
 
 	// Clock drives the Interval ticker and stamps Status times; nil means
 	// the real clock. Each probe's Timeout is always real time.
@@ -60,7 +64,7 @@ type Config struct {
 //
 //   - URL is an absolute http or https URL with a host;
 //   - Timeout and Interval are greater than 0, Timeout at most Interval;
-//   - FailureThreshold is at least 1.
+//   - FailureThreshold and SuccessThreshold are at least 1.
 func (c *Config) Validate() error {
 	_, err := c.validate()
 	return err
@@ -81,6 +85,7 @@ func (c *Config) validate() (*url.URL, error) {
 		timeout   = rule.Field{Name: "Timeout", Label: "timeout", Value: c.Timeout}
 		interval  = rule.Field{Name: "Interval", Label: "interval", Value: c.Interval}
 		threshold = rule.Field{Name: "FailureThreshold", Label: "failureThreshold", Value: c.FailureThreshold}
+		successes = rule.Field{Name: "SuccessThreshold", Label: "successThreshold", Value: c.SuccessThreshold}
 	)
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
@@ -95,6 +100,8 @@ func (c *Config) validate() (*url.URL, error) {
 		return nil, rule.Errorf(component, "%s must not exceed %s", timeout, interval)
 	case c.FailureThreshold < 1:
 		return nil, rule.Errorf(component, "%s must be at least 1", threshold)
+	case c.SuccessThreshold < 1:
+		return nil, rule.Errorf(component, "%s must be at least 1", successes)
 	}
 	return u, nil
 }
@@ -197,25 +204,8 @@ func (p *Prober) check(ctx context.Context) {
 	}
 
 	prev := p.Status()
-	next := prev
-	next.Checks++
-	next.LastCheckAt = p.clock.Now()
-	if err == nil {
-		next.Healthy = true
-		next.ConsecutiveFailures = 0
-		next.LastError = ""
-		next.LastSuccessAt = next.LastCheckAt
-	} else {
-		next.ConsecutiveFailures++
-		next.LastError = err.Error()
-		if next.ConsecutiveFailures >= p.cfg.FailureThreshold {
-			next.Healthy = false
-		}
-	}
+	next := judge(prev, err, p.clock.Now(), p.cfg.FailureThreshold, p.cfg.SuccessThreshold)
 	changed := next.Healthy != prev.Healthy
-	if changed {
-		next.ChangedAt = next.LastCheckAt
-	}
 	// Metrics first: whoever sees the new Status also sees them.
 	p.metrics.duration.Observe(elapsed.Seconds())
 	if err == nil {
@@ -241,6 +231,9 @@ func (p *Prober) check(ctx context.Context) {
 		p.log.Warn("app not healthy yet", "err", next.LastError, "failures", next.ConsecutiveFailures)
 	case err != nil:
 		p.log.Debug("app health check failed", "err", next.LastError, "failures", next.ConsecutiveFailures)
+	case !next.Healthy:
+		p.log.Debug("app health check passed; not healthy until enough in a row pass",
+			"successes", next.ConsecutiveSuccesses, "successThreshold", p.cfg.SuccessThreshold)
 	}
 	if changed && p.cfg.OnChange != nil {
 		p.cfg.OnChange(ctx, next)

@@ -36,7 +36,7 @@ func TestNotHealthyBeforeFirstSuccess(t *testing.T) {
 	a.answer(http.StatusOK)
 	s = r.next()
 	now := r.clock.Now()
-	want := Status{Healthy: true, Checks: 6, LastCheckAt: now, LastSuccessAt: now, ChangedAt: now}
+	want := Status{Healthy: true, ConsecutiveSuccesses: 1, Checks: 6, LastCheckAt: now, LastSuccessAt: now, ChangedAt: now}
 	if s != want {
 		t.Fatalf("after the first success: %+v, want %+v", s, want)
 	}
@@ -442,5 +442,72 @@ func TestLogsTransitions(t *testing.T) {
 	}, "\n")
 	if got := buf.String(); got != want {
 		t.Errorf("log:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Damping, on a real app and the fake clock: with SuccessThreshold 3 a new
+// Prober becomes healthy only at its third 2xx in a row; after
+// FailureThreshold failures made it unhealthy, a check that flaps (never
+// three passes in a row) changes nothing and calls no OnChange, however
+// long it flaps; the third pass in a row makes it healthy again. Exactly
+// the two transitions and the first success call OnChange.
+func TestSuccessThresholdDampsAFlappingCheck(t *testing.T) {
+	a := newApp(t)
+	cfg := config(a.url(), time.Second, 2)
+	cfg.SuccessThreshold = 3
+	r := start(t, cfg)
+	var want []Status
+
+	probe := func(code int) Status {
+		t.Helper()
+		a.answer(code)
+		if r.p.Status().Checks == 0 {
+			return r.first()
+		}
+		return r.next()
+	}
+	for i := 1; i <= 2; i++ {
+		if s := probe(http.StatusOK); s.Healthy || s.ConsecutiveSuccesses != i || !s.ChangedAt.IsZero() {
+			t.Fatalf("after %d passes from the start: %+v, want not healthy yet, %d successes", i, s, i)
+		}
+	}
+	s := probe(http.StatusOK)
+	if !s.Healthy || s.ConsecutiveSuccesses != 3 || !s.ChangedAt.Equal(r.clock.Now()) {
+		t.Fatalf("after 3 passes: %+v, want healthy since now", s)
+	}
+	want = append(want, s)
+
+	probe(http.StatusServiceUnavailable)
+	s = probe(http.StatusServiceUnavailable)
+	if s.Healthy || s.ConsecutiveSuccesses != 0 {
+		t.Fatalf("after 2 failures: %+v, want unhealthy", s)
+	}
+	want = append(want, s)
+
+	// Flapping: at most two passes in a row, for many intervals.
+	for round, code := range []int{200, 503, 200, 200, 503, 200, 503, 204, 204, 500, 200, 200, 503} {
+		if s = probe(code); s.Healthy {
+			t.Fatalf("flap %d (%d): %+v, want still unhealthy", round, code, s)
+		}
+	}
+
+	probe(http.StatusOK)
+	if s = probe(http.StatusOK); s.Healthy || s.ConsecutiveSuccesses != 2 {
+		t.Fatalf("after 2 passes in a row: %+v, want still unhealthy", s)
+	}
+	s = probe(http.StatusOK)
+	if !s.Healthy || !s.ChangedAt.Equal(r.clock.Now()) {
+		t.Fatalf("after 3 passes in a row: %+v, want healthy since now", s)
+	}
+	want = append(want, s)
+
+	changes := r.stop()
+	if len(changes) != len(want) {
+		t.Fatalf("OnChange calls %+v, want %+v", changes, want)
+	}
+	for i := range want {
+		if changes[i] != want[i] {
+			t.Errorf("OnChange call %d = %+v, want %+v", i, changes[i], want[i])
+		}
 	}
 }

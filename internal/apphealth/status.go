@@ -5,12 +5,16 @@ import "time"
 // Status is the Prober's state after its latest completed probe. It is a
 // value: the Prober never changes a Status it has handed out.
 type Status struct {
-	// Healthy is false until the first 2xx answer, true from then on until
-	// FailureThreshold consecutive probes fail.
+	// Healthy is false until SuccessThreshold consecutive probes pass (the
+	// first 2xx answer, with the default of 1), true from then on until
+	// FailureThreshold consecutive probes fail, and so on.
 	Healthy bool
 	// ConsecutiveFailures counts the probes that failed since the last
 	// success (or since the start); 0 right after a success.
 	ConsecutiveFailures int
+	// ConsecutiveSuccesses counts the probes that passed since the last
+	// failure (or since the start); 0 right after a failure.
+	ConsecutiveSuccesses int
 	// Checks counts the completed probes, successful or not.
 	Checks uint64
 	// LastCheckAt is when the latest probe completed (zero before the

@@ -172,6 +172,7 @@ type spec struct {
 	AppHealthTimeout          time.Duration `split_words:"true" default:"1s"`
 	AppHealthInterval         time.Duration `split_words:"true" default:"2s"`
 	AppHealthFailureThreshold int           `split_words:"true" default:"3"`
+	AppHealthSuccessThreshold int           `split_words:"true" default:"1"`
 	PodLabel                  string        `split_words:"true"`
 	Pprof                     bool
 	AdvertiseAddress          string `split_words:"true"`
@@ -200,6 +201,7 @@ const (
 	varAppHealthTimeout          = Prefix + "_APP_HEALTH_TIMEOUT"
 	varAppHealthInterval         = Prefix + "_APP_HEALTH_INTERVAL"
 	varAppHealthFailureThreshold = Prefix + "_APP_HEALTH_FAILURE_THRESHOLD"
+	varAppHealthSuccessThreshold = Prefix + "_APP_HEALTH_SUCCESS_THRESHOLD"
 	varPodLabel                  = Prefix + "_POD_LABEL"
 
 	varLeases    = Prefix + "_LEASES"
@@ -358,8 +360,9 @@ func Load() (Config, error) {
 //  7. LEASEHOLD_APP_HEALTH_URL, if set, satisfies apphealth's rules
 //     (apphealth.Config.Validate): an absolute http or https URL with a
 //     host; _TIMEOUT and _INTERVAL greater than 0, the timeout at most the
-//     interval; _FAILURE_THRESHOLD at least 1. The three tuning variables
-//     are errors when set without the URL (they would silently do nothing).
+//     interval; _FAILURE_THRESHOLD and _SUCCESS_THRESHOLD at least 1. The
+//     four tuning variables are errors when set without the URL (they
+//     would silently do nothing).
 //  8. LEASEHOLD_CANDIDATE=false (an observer) is an error with
 //     LEASEHOLD_APP_HEALTH_URL (an observer never campaigns); a group is an
 //     error with LEASEHOLD_POD_LABEL (the label marks the leader of one

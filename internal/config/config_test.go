@@ -326,6 +326,10 @@ func TestRules(t *testing.T) {
 			wantVar: "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", wantIn: []string{`"three"`}},
 		{name: "health tuning without url", env: with("LEASEHOLD_APP_HEALTH_INTERVAL", "5s"),
 			wantVar: "LEASEHOLD_APP_HEALTH_INTERVAL", wantIn: []string{"no effect without LEASEHOLD_APP_HEALTH_URL"}},
+		{name: "success threshold without url", env: with("LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD", "3"),
+			wantVar: "LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD", wantIn: []string{"no effect without LEASEHOLD_APP_HEALTH_URL"}},
+		{name: "success threshold unparsable", env: with("LEASEHOLD_APP_HEALTH_URL", "http://127.0.0.1:8080/healthz", "LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD", "2.5"),
+			wantVar: "LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD", wantIn: []string{`"2.5"`}},
 
 		// 9. Pod label: the Pod (the rules are podlabel's).
 		{name: "pod label without pod name", env: with("LEASEHOLD_POD_LABEL", "leasehold.io/leader", "POD_NAMESPACE", "default"),
@@ -454,6 +458,8 @@ func TestComponentRulesNameTheirVariables(t *testing.T) {
 			"LEASEHOLD_APP_HEALTH_INTERVAL: interval (0s) must be greater than 0"},
 		{"health threshold", with(append(health, "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "0")...), []string{"LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD"},
 			"LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD: failureThreshold (0) must be at least 1"},
+		{"health success threshold", with(append(health, "LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD", "0")...), []string{"LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD"},
+			"LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD: successThreshold (0) must be at least 1"},
 		{"health timeout and interval", with(append(health, "LEASEHOLD_APP_HEALTH_TIMEOUT", "3s")...),
 			[]string{"LEASEHOLD_APP_HEALTH_TIMEOUT", "LEASEHOLD_APP_HEALTH_INTERVAL"},
 			"LEASEHOLD_APP_HEALTH_TIMEOUT=3s must not exceed LEASEHOLD_APP_HEALTH_INTERVAL=2s"},
@@ -639,17 +645,18 @@ func TestAppHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := AppHealth{URL: "http://127.0.0.1:8080/healthz", Timeout: time.Second, Interval: 2 * time.Second, FailureThreshold: 3}
+	want := AppHealth{URL: "http://127.0.0.1:8080/healthz", Timeout: time.Second, Interval: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 1}
 	if c.AppHealth != want || !c.AppHealth.Enabled() {
 		t.Errorf("got %+v, want %+v (enabled)", c.AppHealth, want)
 	}
 
 	setEnv(t, with("LEASEHOLD_APP_HEALTH_URL", "https://app.local:8443/ready?deep=1",
-		"LEASEHOLD_APP_HEALTH_TIMEOUT", "250ms", "LEASEHOLD_APP_HEALTH_INTERVAL", "250ms", "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "1"))
+		"LEASEHOLD_APP_HEALTH_TIMEOUT", "250ms", "LEASEHOLD_APP_HEALTH_INTERVAL", "250ms", "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "1",
+		"LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD", "3"))
 	if c, err = testLoader(t).Load(); err != nil {
 		t.Fatal(err)
 	}
-	want = AppHealth{URL: "https://app.local:8443/ready?deep=1", Timeout: 250 * time.Millisecond, Interval: 250 * time.Millisecond, FailureThreshold: 1}
+	want = AppHealth{URL: "https://app.local:8443/ready?deep=1", Timeout: 250 * time.Millisecond, Interval: 250 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 3}
 	if c.AppHealth != want {
 		t.Errorf("got %+v, want %+v", c.AppHealth, want)
 	}

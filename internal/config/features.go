@@ -10,7 +10,8 @@ import (
 
 // AppHealth configures health-gated candidacy: the sidecar campaigns only
 // while the app's health endpoint answers 2xx, and steps down and releases
-// the Lease when it fails FailureThreshold probes in a row.
+// the Lease when it fails FailureThreshold probes in a row; it campaigns
+// again after SuccessThreshold probes in a row pass.
 type AppHealth struct {
 	// URL is probed with GET (LEASEHOLD_APP_HEALTH_URL; empty turns the
 	// feature off).
@@ -24,6 +25,10 @@ type AppHealth struct {
 	// FailureThreshold is how many failed probes in a row make the app
 	// unhealthy (LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD, default 3).
 	FailureThreshold int
+	// SuccessThreshold is how many passed probes in a row make the app
+	// healthy, at start and after it was unhealthy
+	// (LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD, default 1).
+	SuccessThreshold int
 }
 
 // Enabled reports whether health-gated candidacy is on.
@@ -38,7 +43,8 @@ type PodRef struct {
 // Config is the prober's configuration for a: what apphealth.New needs
 // besides the clock, client, logger, metrics and OnChange.
 func (a AppHealth) Config() apphealth.Config {
-	return apphealth.Config{URL: a.URL, Timeout: a.Timeout, Interval: a.Interval, FailureThreshold: a.FailureThreshold}
+	return apphealth.Config{URL: a.URL, Timeout: a.Timeout, Interval: a.Interval,
+		FailureThreshold: a.FailureThreshold, SuccessThreshold: a.SuccessThreshold}
 }
 
 // appHealthVars names the variables of apphealth.Config's fields.
@@ -47,13 +53,14 @@ var appHealthVars = fieldVars{
 	"apphealth.Timeout":          varAppHealthTimeout,
 	"apphealth.Interval":         varAppHealthInterval,
 	"apphealth.FailureThreshold": varAppHealthFailureThreshold,
+	"apphealth.SuccessThreshold": varAppHealthSuccessThreshold,
 }
 
 // appHealth checks rule 7. With no URL it returns the zero AppHealth, and
 // an error if a tuning variable was set anyway.
 func appHealth(s spec) (AppHealth, error) {
 	if s.AppHealthURL == "" {
-		for _, v := range []string{varAppHealthTimeout, varAppHealthInterval, varAppHealthFailureThreshold} {
+		for _, v := range []string{varAppHealthTimeout, varAppHealthInterval, varAppHealthFailureThreshold, varAppHealthSuccessThreshold} {
 			if _, set := os.LookupEnv(v); set {
 				return AppHealth{}, errorf(v, "has no effect without %s; set both or neither", varAppHealthURL)
 			}
@@ -65,6 +72,7 @@ func appHealth(s spec) (AppHealth, error) {
 		Timeout:          s.AppHealthTimeout,
 		Interval:         s.AppHealthInterval,
 		FailureThreshold: s.AppHealthFailureThreshold,
+		SuccessThreshold: s.AppHealthSuccessThreshold,
 	}
 	ac := a.Config()
 	if err := fromRule(ac.Validate(), appHealthVars, ""); err != nil {

@@ -140,10 +140,10 @@ func TestStatusReportsTheLastError(t *testing.T) {
 // probed, read when answering; without it, appHealth is absent (above).
 func TestStatusReportsAppHealth(t *testing.T) {
 	health := &fakeAppHealth{}
-	health.set(apphealth.Status{Healthy: true, LastCheckAt: t0, LastSuccessAt: t0, Checks: 4})
+	health.set(apphealth.Status{Healthy: true, ConsecutiveSuccesses: 4, LastCheckAt: t0, LastSuccessAt: t0, Checks: 4})
 	f := newFixture(t, leading(), withAppHealth(health))
 	got := decode(t, do(f.srv.APIHandler(), http.MethodGet, "/v1/status"))["appHealth"]
-	want := map[string]any{"healthy": true, "consecutiveFailures": float64(0),
+	want := map[string]any{"healthy": true, "consecutiveFailures": float64(0), "consecutiveSuccesses": float64(4),
 		"lastCheckAt": "2026-05-01T12:00:00.123456789Z", "lastSuccessAt": "2026-05-01T12:00:00.123456789Z"}
 	if m, ok := got.(map[string]any); !ok || !maps.Equal(m, want) {
 		t.Errorf("appHealth = %v, want %v", got, want)
@@ -154,7 +154,7 @@ func TestStatusReportsAppHealth(t *testing.T) {
 	s.Candidate = false
 	f.publish(s)
 	st := decode(t, do(f.srv.OpsHandler(), http.MethodGet, "/v1/status"))
-	want = map[string]any{"healthy": false, "consecutiveFailures": float64(3),
+	want = map[string]any{"healthy": false, "consecutiveFailures": float64(3), "consecutiveSuccesses": float64(0),
 		"lastCheckAt": "2026-05-01T12:00:01.123456789Z", "lastSuccessAt": "2026-05-01T12:00:00.123456789Z", "lastError": "status 503"}
 	if m, ok := st["appHealth"].(map[string]any); !ok || !maps.Equal(m, want) || st["candidate"] != false {
 		t.Errorf("appHealth = %v candidate = %v, want %v and false", st["appHealth"], st["candidate"], want)

@@ -52,11 +52,12 @@ func (s *Server) statusAt(snap *elect.Snapshot, now time.Time) Status {
 	if s.appHealth != nil {
 		h := s.appHealth.Status()
 		st.AppHealth = &AppHealth{
-			Healthy:             h.Healthy,
-			ConsecutiveFailures: h.ConsecutiveFailures,
-			LastCheckAt:         timestamp(h.LastCheckAt),
-			LastSuccessAt:       timestamp(h.LastSuccessAt),
-			LastError:           h.LastError,
+			Healthy:              h.Healthy,
+			ConsecutiveFailures:  h.ConsecutiveFailures,
+			ConsecutiveSuccesses: h.ConsecutiveSuccesses,
+			LastCheckAt:          timestamp(h.LastCheckAt),
+			LastSuccessAt:        timestamp(h.LastSuccessAt),
+			LastError:            h.LastError,
 		}
 	}
 	return st

@@ -89,14 +89,20 @@ type Status struct {
 	LastErrorAt string  `json:"lastErrorAt,omitempty"`
 }
 
-// AppHealth is health-gated candidacy's view of the app: healthy from the
-// first 2xx answer of its health URL until a threshold of probes in a row
-// fail.
+// AppHealth is health-gated candidacy's view of the app: healthy once a
+// threshold of probes in a row pass (LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD,
+// 1 by default: the first 2xx answer of its health URL) until a threshold
+// of probes in a row fail (LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD), and so
+// on.
 type AppHealth struct {
 	Healthy bool `json:"healthy"`
 	// ConsecutiveFailures counts the failed probes since the last success
 	// (or since start).
 	ConsecutiveFailures int `json:"consecutiveFailures"`
+	// ConsecutiveSuccesses counts the passed probes since the last failure
+	// (or since start): while not healthy, how far the app is on its way
+	// back.
+	ConsecutiveSuccesses int `json:"consecutiveSuccesses"`
 	// LastCheckAt is when the latest probe completed; absent before the
 	// first.
 	LastCheckAt string `json:"lastCheckAt,omitempty"`

@@ -123,7 +123,8 @@ var ciExpectations = map[string]expectation{
 			wantEnv(t, sidecar, map[string]string{
 				"LEASEHOLD_APP_HEALTH_URL": "http://127.0.0.1:8080/healthz", "LEASEHOLD_APP_HEALTH_TIMEOUT": "500ms",
 				"LEASEHOLD_APP_HEALTH_INTERVAL": "1s", "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD": "2",
-				"LEASEHOLD_POD_LABEL": "example.com/leader",
+				"LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD": "3",
+				"LEASEHOLD_POD_LABEL":                    "example.com/leader",
 			})
 		},
 	},
@@ -521,6 +522,8 @@ func TestBadValuesFailWithAClearMessage(t *testing.T) {
 		"unknown log level":         {[]string{"--set", "log.level=verbose"}, []string{schema, "at '/log/level'"}},
 		"health url not http":       {[]string{"--set", "appHealth.url=tcp://127.0.0.1:8080"}, []string{schema, "at '/appHealth/url'"}},
 		"health threshold zero":     {[]string{"--set", "appHealth.failureThreshold=0"}, []string{schema, "at '/appHealth/failureThreshold'"}},
+		"success threshold zero":    {[]string{"--set", "appHealth.successThreshold=0"}, []string{schema, "at '/appHealth/successThreshold'"}},
+		"success threshold string":  {[]string{"--set-string", "appHealth.successThreshold=3"}, []string{schema, "at '/appHealth/successThreshold'"}},
 		"max blocking zero":         {[]string{"--set", "maxBlockingRequests=0"}, []string{schema, "at '/maxBlockingRequests'"}},
 		"max blocking negative":     {[]string{"--set", "maxBlockingRequests=-1"}, []string{schema, "at '/maxBlockingRequests'"}},
 		"max blocking fractional":   {[]string{"--set", "maxBlockingRequests=2.5"}, []string{schema, "at '/maxBlockingRequests'"}},

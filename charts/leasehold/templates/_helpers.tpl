@@ -318,6 +318,8 @@ POD_NAMESPACE, the namespace the Role is in.
   value: {{ .interval | quote }}
 - name: LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD
   value: {{ .failureThreshold | quote }}
+- name: LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD
+  value: {{ printf "%d" (int .successThreshold) | quote }}
 {{- end }}
 {{- end }}
 {{- if .Values.podLabel.enabled }}
