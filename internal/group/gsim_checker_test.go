@@ -184,7 +184,8 @@ func (c *gchecker) report(n *gnode, i int, r decide.Report) {
 		c.fail("%s's new term of %s has token %d, not above the earlier %d", n.name, lease, r.Token, c.maxToken[i])
 	}
 	v, ok := c.s.store.versions[int64(r.Token)]
-	handed := ok && v.writer != n.name && c.handedTo(n.name, r.Token)
+	handover, witnessed := c.handedTo(n.name, r.Token)
+	handed := ok && v.writer != n.name && handover && witnessed // its heir can date only its own write
 	if !ok || v.name != lease || v.holder != n.name || (v.writer != n.name && !handed) {
 		c.fail("%s's token %d for %s is not the resourceVersion of its own acquiring write of it, nor of a handover of it to it (%+v)", n.name, r.Token, lease, v)
 	}
@@ -223,7 +224,8 @@ func (c *gchecker) holdersToken(n *gnode, i int, r decide.Report) {
 	if r.Leading || r.Holder == n.name || !c.s.named[r.Holder] {
 		return
 	}
-	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.name != c.s.leases[i] || (v.writer != r.Holder && !c.handedTo(r.Holder, r.Token)) || v.holder != r.Holder || !v.acquiring {
+	handover, _ := c.handedTo(r.Holder, r.Token)
+	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.name != c.s.leases[i] || (v.writer != r.Holder && !handover) || v.holder != r.Holder || !v.acquiring {
 		c.fail("%s reports token %d for %s's holder %s, which is not the resourceVersion of an acquiring write of it by %s, nor of a handover to it (%+v)",
 			n.name, r.Token, c.s.leases[i], r.Holder, r.Holder, v)
 	}
@@ -232,25 +234,29 @@ func (c *gchecker) holdersToken(n *gnode, i int, r decide.Report) {
 // handedTo reports whether the version token is a handover in one write
 // to the member named to (decide.HandedOverAnnotation): written by the
 // holder of the version before it, naming to, and naming as its witness an
-// earlier write of to's own member Lease by to. (A hand edit that keeps
-// the annotation is not: its resourceVersion is not the term's first
-// write, whose token the others report.)
-func (c *gchecker) handedTo(to string, token fence.Token) bool {
+// earlier version of to's member Lease; witnessed, whether to wrote that
+// version itself (only then can it date the handover and lead on it; a
+// hand edit of its member Lease can still be a leaver's witness, and the
+// others report the handover's token for it). A hand edit that keeps the
+// annotation is no handover: its resourceVersion is not the term's first
+// write, whose token the others report.
+func (c *gchecker) handedTo(to string, token fence.Token) (handover, witnessed bool) {
 	st := c.s.store
 	v, ok := st.versions[int64(token)]
 	if !ok || v.witness == "" || v.holder != to {
-		return false
+		return false, false
 	}
 	w, err := strconv.ParseInt(v.witness, 10, 64)
-	if wv, ok := st.versions[w]; err != nil || !ok || w >= int64(token) || wv.name != member.LeaseName(gsimGroup, to) || wv.writer != to || wv.holder != to {
-		return false
+	wv, ok := st.versions[w]
+	if err != nil || !ok || w >= int64(token) || wv.name != member.LeaseName(gsimGroup, to) || wv.holder != to {
+		return false, false
 	}
 	for rev := int64(token) - 1; rev > 0; rev-- {
 		if prev, ok := st.versions[rev]; ok && prev.name == v.name {
-			return prev.holder == v.writer
+			return prev.holder == v.writer, prev.holder == v.writer && wv.writer == to
 		}
 	}
-	return false
+	return false, false
 }
 
 // memberSent notes that the member Lease write that got resourceVersion
