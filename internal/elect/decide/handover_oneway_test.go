@@ -323,7 +323,8 @@ func TestHeirTakesBackByAWriteAHandoverItCannotDate(t *testing.T) {
 				t.Errorf("led on the handover's resourceVersion %s", rv)
 			}
 			token := h.last.Report.Token
-			if v := h.store.versions[int64(token)]; !h.leading() || v.writer != "next" || v.prev != int64(tokenOf(rv)) {
+			v, _ := h.store.version(int64(token))
+			if prev, _ := h.store.previous(v); !h.leading() || v.writer != "next" || prev.rev != int64(tokenOf(rv)) {
 				t.Errorf("leading %v token %d (%+v); want leading on the resourceVersion of its write on %s", h.leading(), token, v, rv)
 			}
 			if w, ok := h.store.lease.Annotations[HandedOverAnnotation]; ok {
