@@ -628,3 +628,55 @@ func TestAdoptedTermKeepsAnOrdinaryTermsMargin(t *testing.T) {
 		})
 	}
 }
+
+// An acquire whose answer comes after the watch showed a later record
+// naming this instance that starts another term (a handover to it, written
+// by a holder in a timeline etcd's restore brought back) starts no term on
+// its own write: that write is not the latest record, and its
+// resourceVersion, from before the restore, is not the token of the term
+// that record starts, which the instances that watched it report. The
+// heir takes the record back by a write (it cannot date the handover),
+// with a token above it.
+func TestAnAcquireOvertakenByARestoredHandoverStartsNoTerm(t *testing.T) {
+	s := newStore("ns", "lease")
+	held(s, "o", 15)
+	snap := s.snapshot() // o holds
+	released(s, "o")
+	m, err := New(standardConfig("h"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	out := m.Step(now, Start{}) // a read
+	out = m.Step(now, Result{Lease: s.lease})
+	if out.Request == nil || out.Request.Purpose != Acquire {
+		t.Fatalf("on o's signed release h sent %+v, want its acquire", out.Request)
+	}
+	acquired, err := s.update("h", out.Request.Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.restore(snap, 100) // etcd restored, with --bump-revision: o holds again
+	witness := s.otherWrite("h")
+	now = now.Add(50 * time.Millisecond)
+	handover := handedOver(s, "o", "h", witness, now)
+	m.Step(now, WatchDown{Err: errors.New("etcd restored: watch compacted")})
+	m.Step(now, Observed{Lease: s.lease, ResourceVersion: handover}) // the new watch's list
+	out = m.Step(now, Result{Lease: acquired})                       // the acquire's answer, late
+	for end := now.Add(time.Minute); now.Before(end); {
+		if r := out.Report; r.Leading && r.Token <= tokenOf(handover) {
+			t.Fatalf("leads with token %d (its acquire %s before the restore), not above the handover %s it knew of", r.Token, acquired.ResourceVersion, handover)
+		}
+		if r := out.Request; r != nil {
+			l, err := performOn(s, "h", *r)
+			out = m.Step(now, Result{Lease: l, Err: err})
+			continue
+		}
+		if out.Report.Leading {
+			return
+		}
+		now = out.Wake
+		out = m.Step(now, Tick{})
+	}
+	t.Fatalf("not leading a minute on: %+v", out.Report)
+}
