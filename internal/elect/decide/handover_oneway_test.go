@@ -680,3 +680,46 @@ func TestAnAcquireOvertakenByARestoredHandoverStartsNoTerm(t *testing.T) {
 	}
 	t.Fatalf("not leading a minute on: %+v", out.Report)
 }
+
+// A handover whose resourceVersion this instance saw before as another
+// version (etcd restored without --bump-revision reuses revisions) is not
+// adopted: no term of an instance's starts with a token at or below one it
+// already saw. The heir takes the record back by a write instead, with a
+// larger token. (Stress simulator seed 2140: the heir led twice with one
+// token.)
+func TestHeirDoesNotAdoptAHandoverAtAResourceVersionItSawBefore(t *testing.T) {
+	s := newStore("ns", "lease")
+	held(s, "o", 15)
+	snap := s.snapshot() // o holds
+	h := newHarness(t, standardConfig("h"), s)
+	h.begin(true)
+	released(s, "o")
+	h.feed(Tick{}) // the watch shows the release: h acquires
+	if !h.leading() {
+		t.Fatalf("setup: h does not lead: %+v", h.last.Report)
+	}
+	first := h.last.Report.Token
+	s.restore(snap, 0) // without --bump-revision: o holds again, at the revision of then
+	h.watching, h.queued = false, nil
+	h.feed(WatchDown{Err: errors.New("etcd restored: watch compacted")})
+	h.advance(3 * time.Second) // the renewal conflicts; the read shows o's record, a rollback
+	if h.leading() || h.last.Report.Holder != "o" {
+		t.Fatalf("setup: leading %v, holder %q; want o's record followed", h.leading(), h.last.Report.Holder)
+	}
+	h.watching, h.watchLast = true, h.rv()
+	h.feed(h.observed(s.lease, h.rv(), "")) // the new watch's list
+	h.feed(WatchUp{})
+	n := len(h.led)
+	witness := h.witness()
+	rv := handedOver(s, "o", "h", witness, h.now)
+	if tokenOf(rv) != first {
+		t.Fatalf("setup: the handover is at %s, want at %d, the token of h's first term", rv, first)
+	}
+	h.feed(Tick{}) // the watch delivers the handover
+	if h.ledWith(n, first) {
+		t.Fatalf("led again with token %d, on the handover %s", first, rv)
+	}
+	if !h.leading() || h.last.Report.Token <= first {
+		t.Errorf("leading %v token %d; want the record taken back by a write, with a token above %d", h.leading(), h.last.Report.Token, first)
+	}
+}
