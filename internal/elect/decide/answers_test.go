@@ -166,6 +166,66 @@ func TestResourceVersionRollback(t *testing.T) {
 	})
 }
 
+// A read sent while the Lease is known missing, answered with a version at
+// the resourceVersion this instance knew before the deletion, or a read
+// answered with another object (UID) at the resourceVersion it knows:
+// only a store that went back serves either (etcd restored from a
+// snapshot, with --bump-revision or without). The answer is taken as the
+// truth, as any rollback, so the instance follows the record the store
+// has, instead of creating a placeholder over it or acquiring on the
+// record it knew, being refused and reading again, over and over (stress
+// simulator seed 39435).
+func TestAnAnswerAtTheKnownVersionAfterARestoreIsNews(t *testing.T) {
+	t.Run("the Lease came back after its deletion", func(t *testing.T) {
+		h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+		held(h.store, "x", 15)
+		snap := h.store.snapshot()
+		h.begin(false)
+		if h.last.Report.Holder != "x" {
+			t.Fatalf("setup: holder %q, want x", h.last.Report.Holder)
+		}
+		h.store.remove()
+		h.feed(Release{ID: 1, StayOut: 10 * time.Second}) // release?for=10s: its read finds nothing
+		if r := h.last.Report; !r.Observed || r.Holder != "" || h.store.lease != nil {
+			t.Fatalf("setup: holder %q after the deletion", r.Holder)
+		}
+		h.store.restore(snap, 50) // with --bump-revision
+		from := h.now
+		h.advance(13 * time.Second) // back in the election: a poll reads the restored record
+		if r := h.last.Report; r.Holder != "x" || r.Leading {
+			t.Fatalf("after the restore: holder %q leading %v; want x's record followed", r.Holder, r.Leading)
+		}
+		if n := h.count(Placeholder, from); n != 0 {
+			t.Errorf("%d creates over the restored Lease", n)
+		}
+		h.advance(15 * time.Second) // x's claim runs out
+		if !h.leading() || h.last.Report.Token <= tokenOf(snap.lease.ResourceVersion) {
+			t.Errorf("leading %v token %d; want a term on the restored record", h.leading(), h.last.Report.Token)
+		}
+	})
+	t.Run("another Lease at the same resourceVersion", func(t *testing.T) {
+		h := newHarness(t, standardConfig("c"), newStore("ns", "lease"))
+		snap := h.store.snapshot() // no Lease yet
+		held(h.store, "x", 15)
+		h.begin(false)
+		known := h.store.lease
+		h.store.restore(snap, 0) // without --bump-revision: the revision goes back
+		h.store.bump(int64(tokenOf(known.ResourceVersion)) - h.store.rev - 1)
+		held(h.store, "y", 15) // a new Lease, at the resourceVersion c knows
+		if l := h.store.lease; l.ResourceVersion != known.ResourceVersion || l.UID == known.UID {
+			t.Fatalf("setup: %s %s, want %s with another UID than %s", l.ResourceVersion, l.UID, known.ResourceVersion, known.UID)
+		}
+		h.advance(3 * time.Second) // a poll reads it
+		if r := h.last.Report; r.Holder != "y" || r.Leading {
+			t.Fatalf("holder %q leading %v; want y's record followed", r.Holder, r.Leading)
+		}
+		h.advance(20 * time.Second) // y's claim runs out
+		if !h.leading() || h.last.Report.Token <= tokenOf(known.ResourceVersion) {
+			t.Errorf("leading %v token %d; want a term on y's record", h.leading(), h.last.Report.Token)
+		}
+	})
+}
+
 // leaseTransitions at MaxInt32 (anyone may write it) saturates: no
 // overflow, no rejected write.
 func TestMaxInt32TransitionsSaturate(t *testing.T) {

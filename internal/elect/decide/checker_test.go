@@ -61,31 +61,52 @@ func (c *checker) holdersToken(in *instance, r Report) {
 	if r.Leading || r.Holder == in.identity || !slices.ContainsFunc(c.s.instances, func(i *instance) bool { return i.identity == r.Holder }) {
 		return
 	}
-	v := c.s.store.versions[int64(r.Token)]
-	if adopted, err := c.termStart(r.Holder, r.Token, false); err != nil || !adopted && !acquiring(v.lease) {
-		c.fail("%s reports token %d for holder %s, which is not the resourceVersion of an acquiring write of %s nor of a handover to it (%v; %+v)", in.identity, r.Token, r.Holder, r.Holder, err, v)
+	var err error
+	for _, v := range c.s.store.versionsAt(int64(r.Token)) {
+		var adopted bool
+		if adopted, err = c.startsTerm(v, r.Holder, false); err == nil && (adopted || acquiring(v.lease)) {
+			return
+		} else if err == nil {
+			err = fmt.Errorf("a write of %s's that starts no term (%+v)", r.Holder, v)
+		}
 	}
+	c.fail("%s reports token %d for holder %s, which is not the resourceVersion of an acquiring write of %s nor of a handover to it (%v)", in.identity, r.Token, r.Holder, r.Holder, err)
 }
 
-// termStart judges the write whose resourceVersion is token as the start
-// of a term of identity's: a write of its own naming it (adopted false),
-// or a handover to it in one write (adopted true), written by the Lease's
-// previous holder on the version that named it, starting a term
-// (acquireTime = renewTime), and, when cited is set (identity leads on
-// it), citing (HandedOverAnnotation) a member Lease write of identity's
-// that committed before it. (Others see a handover that cites a write the
-// heir cannot date begin a term as well, as they see an acquire whose
-// answer was lost.) The error says why it is neither.
-func (c *checker) termStart(identity string, token fence.Token, cited bool) (adopted bool, err error) {
-	v, ok := c.s.store.versions[int64(token)]
+// termStart judges a write whose resourceVersion is token (the latest
+// that can be, after a restore that reused revisions) as the start of a
+// term of
+// identity's: a write of its own naming it (adopted false), or a handover
+// to it in one write (adopted true), written by the Lease's previous
+// holder on the version that named it, starting a term (acquireTime =
+// renewTime), and, when cited is set (identity leads on it), citing
+// (HandedOverAnnotation) a member Lease write of identity's that committed
+// before it. (Others see a handover that cites a write the heir cannot
+// date begin a term as well, as they see an acquire whose answer was
+// lost.) It returns that write; the error says why none is either.
+func (c *checker) termStart(identity string, token fence.Token, cited bool) (v version, adopted bool, err error) {
+	vs := c.s.store.versionsAt(int64(token))
+	if len(vs) == 0 {
+		return version{prev: -1}, false, fmt.Errorf("no version at %d", token)
+	}
+	for i := len(vs) - 1; i >= 0; i-- {
+		if adopted, err = c.startsTerm(vs[i], identity, cited); err == nil {
+			return vs[i], adopted, nil
+		}
+	}
+	return vs[0], adopted, err
+}
+
+// startsTerm judges v as the start of a term of identity's (termStart).
+func (c *checker) startsTerm(v version, identity string, cited bool) (adopted bool, err error) {
 	switch {
-	case !ok || v.lease == nil || v.holder != identity:
+	case v.lease == nil || v.holder != identity:
 		return false, fmt.Errorf("not a version naming %s (%+v)", identity, v)
 	case v.writer == identity:
 		return false, nil
 	}
 	w := handedWitness(v.lease)
-	prev, _ := c.s.store.previous(int64(token))
+	prev, _ := c.s.store.previous(v)
 	switch {
 	case w == "":
 		return true, fmt.Errorf("written by %s, and not a handover", v.writer)
@@ -93,7 +114,7 @@ func (c *checker) termStart(identity string, token fence.Token, cited bool) (ado
 		return true, fmt.Errorf("a handover written by %s on a version it did not hold (held by %q)", v.writer, prev.holder)
 	case !acquiring(v.lease):
 		return true, fmt.Errorf("a handover by %s that starts no term", v.writer)
-	case cited && (c.s.store.others[int64(tokenOf(w))] != identity || tokenOf(w) >= token):
+	case cited && (!c.s.store.wroteOther(int64(tokenOf(w)), identity) || tokenOf(w) >= fence.Token(v.rev)):
 		return true, fmt.Errorf("a handover by %s citing %s, not a write of %s's before it", v.writer, w, identity)
 	}
 	return true, nil
@@ -155,7 +176,7 @@ func (c *checker) observe(in *instance, r Report) {
 	if r.Token <= c.maxToken {
 		c.fail("%s's new term has token %d, not above the earlier %d", in.identity, r.Token, c.maxToken)
 	}
-	adopted, err := c.termStart(in.identity, r.Token, true)
+	v, adopted, err := c.termStart(in.identity, r.Token, true)
 	if err != nil {
 		c.fail("%s's token %d is not the resourceVersion of the write that started its term: %v", in.identity, r.Token, err)
 	}
@@ -173,7 +194,7 @@ func (c *checker) observe(in *instance, r Report) {
 		if told.withdrawn {
 			c.adoptedWithdrawn++
 		}
-		witness := c.s.witnesses[handedWitness(c.s.store.versions[int64(r.Token)].lease)]
+		witness := c.s.witnesses[handedWitness(v.lease)]
 		if bound := witness.sentAt.Add(c.s.params.timing.RenewDeadline); r.ValidUntil.After(bound) {
 			c.fail("%s adopted term %d valid until %s, past its witness's send time %s + renewDeadline",
 				in.identity, r.Token, r.ValidUntil.Format("15:04:05.000"), witness.sentAt.Format("15:04:05.000"))

@@ -13,6 +13,7 @@ import (
 type handed struct {
 	rv     string
 	sentAt time.Time
+	floor  fence.Token // tokenFloor before the handover was observed: its token must exceed it
 	// spent: a term was started on it, or this instance sent a release of
 	// it. A handover starts at most one term, and none once its heir has
 	// let it go: that release may have landed unseen, and another
@@ -35,7 +36,7 @@ func (m *Machine) seeHandover(in Observed) {
 		return
 	}
 	if l.ResourceVersion != m.handed.rv {
-		m.handed = handed{rv: l.ResourceVersion, sentAt: in.WitnessSentAt}
+		m.handed = handed{rv: l.ResourceVersion, sentAt: in.WitnessSentAt, floor: m.tokenFloor}
 	}
 }
 
@@ -51,11 +52,15 @@ func (m *Machine) seeHandover(in Observed) {
 // anyone else may take the record, and it ends earlier than a term
 // acquired by a write of this instance's would. Its token, the record's
 // resourceVersion, is that of the term's first write, and must be the
-// largest resourceVersion this instance has seen. Nothing is adopted while
-// what is known may be stale (a read is owed, or the outcome of a write of
-// this instance's is unknown), nor once the handover is spent. A handover
-// that leaves less than a retryPeriod of validity, or that this instance
-// cannot date, is taken back by a write (plan), as any record naming it.
+// largest resourceVersion this instance has seen, and larger than every
+// one it saw before the handover (after etcd was restored without
+// --bump-revision it may have seen that very one before, on another
+// version: no term starts with a token already seen). Nothing is adopted
+// while what is known may be stale (a read is owed, or the outcome of a
+// write of this instance's is unknown), nor once the handover is spent. A
+// handover that leaves less than a retryPeriod of validity, or that this
+// instance cannot date, is taken back by a write (plan), as any record
+// naming it.
 func (m *Machine) adoptable(now time.Time) bool {
 	l := m.lease
 	if m.term != nil || !m.namesMe() || handedWitness(l) == "" || l.Spec.AcquireTime == nil ||
@@ -64,7 +69,7 @@ func (m *Machine) adoptable(now time.Time) bool {
 		return false
 	}
 	token, err := fence.FromResourceVersion(l.ResourceVersion)
-	if err != nil || token < m.tokenFloor {
+	if err != nil || token < m.tokenFloor || token <= m.handed.floor {
 		return false
 	}
 	return fence.ValidUntil(m.handed.sentAt, m.cfg.RenewDeadline).Sub(now) >= m.cfg.RetryPeriod

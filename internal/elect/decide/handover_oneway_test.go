@@ -323,7 +323,8 @@ func TestHeirTakesBackByAWriteAHandoverItCannotDate(t *testing.T) {
 				t.Errorf("led on the handover's resourceVersion %s", rv)
 			}
 			token := h.last.Report.Token
-			if v := h.store.versions[int64(token)]; !h.leading() || v.writer != "next" || v.prev != int64(tokenOf(rv)) {
+			v, _ := h.store.version(int64(token))
+			if prev, _ := h.store.previous(v); !h.leading() || v.writer != "next" || prev.rev != int64(tokenOf(rv)) {
 				t.Errorf("leading %v token %d (%+v); want leading on the resourceVersion of its write on %s", h.leading(), token, v, rv)
 			}
 			if w, ok := h.store.lease.Annotations[HandedOverAnnotation]; ok {
@@ -625,5 +626,100 @@ func TestAdoptedTermKeepsAnOrdinaryTermsMargin(t *testing.T) {
 				t.Errorf("a minute on: leading %v token %d; want still leading on %s", h.leading(), h.last.Report.Token, rv)
 			}
 		})
+	}
+}
+
+// An acquire whose answer comes after the watch showed a later record
+// naming this instance that starts another term (a handover to it, written
+// by a holder in a timeline etcd's restore brought back) starts no term on
+// its own write: that write is not the latest record, and its
+// resourceVersion, from before the restore, is not the token of the term
+// that record starts, which the instances that watched it report. The
+// heir takes the record back by a write (it cannot date the handover),
+// with a token above it.
+func TestAnAcquireOvertakenByARestoredHandoverStartsNoTerm(t *testing.T) {
+	s := newStore("ns", "lease")
+	held(s, "o", 15)
+	snap := s.snapshot() // o holds
+	released(s, "o")
+	m, err := New(standardConfig("h"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	out := m.Step(now, Start{}) // a read
+	out = m.Step(now, Result{Lease: s.lease})
+	if out.Request == nil || out.Request.Purpose != Acquire {
+		t.Fatalf("on o's signed release h sent %+v, want its acquire", out.Request)
+	}
+	acquired, err := s.update("h", out.Request.Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.restore(snap, 100) // etcd restored, with --bump-revision: o holds again
+	witness := s.otherWrite("h")
+	now = now.Add(50 * time.Millisecond)
+	handover := handedOver(s, "o", "h", witness, now)
+	m.Step(now, WatchDown{Err: errors.New("etcd restored: watch compacted")})
+	m.Step(now, Observed{Lease: s.lease, ResourceVersion: handover}) // the new watch's list
+	out = m.Step(now, Result{Lease: acquired})                       // the acquire's answer, late
+	for end := now.Add(time.Minute); now.Before(end); {
+		if r := out.Report; r.Leading && r.Token <= tokenOf(handover) {
+			t.Fatalf("leads with token %d (its acquire %s before the restore), not above the handover %s it knew of", r.Token, acquired.ResourceVersion, handover)
+		}
+		if r := out.Request; r != nil {
+			l, err := performOn(s, "h", *r)
+			out = m.Step(now, Result{Lease: l, Err: err})
+			continue
+		}
+		if out.Report.Leading {
+			return
+		}
+		now = out.Wake
+		out = m.Step(now, Tick{})
+	}
+	t.Fatalf("not leading a minute on: %+v", out.Report)
+}
+
+// A handover whose resourceVersion this instance saw before as another
+// version (etcd restored without --bump-revision reuses revisions) is not
+// adopted: no term of an instance's starts with a token at or below one it
+// already saw. The heir takes the record back by a write instead, with a
+// larger token. (Stress simulator seed 2140: the heir led twice with one
+// token.)
+func TestHeirDoesNotAdoptAHandoverAtAResourceVersionItSawBefore(t *testing.T) {
+	s := newStore("ns", "lease")
+	held(s, "o", 15)
+	snap := s.snapshot() // o holds
+	h := newHarness(t, standardConfig("h"), s)
+	h.begin(true)
+	released(s, "o")
+	h.feed(Tick{}) // the watch shows the release: h acquires
+	if !h.leading() {
+		t.Fatalf("setup: h does not lead: %+v", h.last.Report)
+	}
+	first := h.last.Report.Token
+	s.restore(snap, 0) // without --bump-revision: o holds again, at the revision of then
+	h.watching, h.queued = false, nil
+	h.feed(WatchDown{Err: errors.New("etcd restored: watch compacted")})
+	h.advance(3 * time.Second) // the renewal conflicts; the read shows o's record, a rollback
+	if h.leading() || h.last.Report.Holder != "o" {
+		t.Fatalf("setup: leading %v, holder %q; want o's record followed", h.leading(), h.last.Report.Holder)
+	}
+	h.watching, h.watchLast = true, h.rv()
+	h.feed(h.observed(s.lease, h.rv(), "")) // the new watch's list
+	h.feed(WatchUp{})
+	n := len(h.led)
+	witness := h.witness()
+	rv := handedOver(s, "o", "h", witness, h.now)
+	if tokenOf(rv) != first {
+		t.Fatalf("setup: the handover is at %s, want at %d, the token of h's first term", rv, first)
+	}
+	h.feed(Tick{}) // the watch delivers the handover
+	if h.ledWith(n, first) {
+		t.Fatalf("led again with token %d, on the handover %s", first, rv)
+	}
+	if !h.leading() || h.last.Report.Token <= first {
+		t.Errorf("leading %v token %d; want the record taken back by a write, with a token above %d", h.leading(), h.last.Report.Token, first)
 	}
 }

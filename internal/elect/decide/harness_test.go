@@ -97,11 +97,16 @@ func (h *harness) rv() string {
 
 // feed steps the Machine with in at the current time, then carries out its
 // output: requests are answered, watch events delivered, until it is quiet.
+// It fails the test on more than maxStepsPerInstant steps: time does not
+// pass meanwhile, so a Machine that keeps sending spins.
 func (h *harness) feed(in Input) Output {
 	h.t.Helper()
 	out := h.m.Step(h.now, in)
 	h.record(out)
-	for {
+	for steps := 1; ; steps++ {
+		if steps > maxStepsPerInstant {
+			h.t.Fatalf("more than %d steps at %v: the Machine spins (last sent %+v)", maxStepsPerInstant, h.now, h.sent[len(h.sent)-1].Request)
+		}
 		switch {
 		case out.Request != nil:
 			out = h.m.Step(h.now, h.perform(*out.Request))
@@ -172,21 +177,24 @@ func (h *harness) perform(req Request) Result {
 	if h.cutOff {
 		return Result{Err: timeout}
 	}
-	var l *coordinationv1.Lease
-	var err error
-	switch req.Verb {
-	case Get:
-		l, err = h.store.get()
-	case Create:
-		l, err = h.store.create(h.cfg.Identity, req.Lease)
-	case Update:
-		l, err = h.store.update(h.cfg.Identity, req.Lease)
-	}
+	l, err := performOn(h.store, h.cfg.Identity, req)
 	if h.lose[req.Purpose] > 0 {
 		h.lose[req.Purpose]--
 		return Result{Err: timeout}
 	}
 	return Result{Lease: l, Err: err}
+}
+
+// performOn performs req on s, as identity's.
+func performOn(s *store, identity string, req Request) (*coordinationv1.Lease, error) {
+	switch req.Verb {
+	case Create:
+		return s.create(identity, req.Lease)
+	case Update:
+		return s.update(identity, req.Lease)
+	default:
+		return s.get()
+	}
 }
 
 // advance moves the clock by d, waking the Machine whenever it asked to be.

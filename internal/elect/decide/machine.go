@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/leasehold/leasehold/internal/fence"
 )
@@ -91,6 +92,11 @@ type pending struct {
 	rvAtSend string      // latestRV when it was sent: an answer older than it means etcd went back
 	floor    fence.Token // tokenFloor when it was sent
 	token    fence.Token // Renew: the term it renews
+	// uid is the UID of the record known at rvAtSend when it was sent, ""
+	// when the Lease was known missing (or nothing was known): an answer
+	// at rvAtSend of another object means etcd went back as well (see
+	// observe).
+	uid types.UID
 }
 
 // New returns a Machine for cfg, which must Validate. seed seeds the jitter

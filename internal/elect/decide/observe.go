@@ -15,7 +15,12 @@ import (
 // A watch observation older than what is known is stale and ignored. An
 // answer can be older too (a watch event overtook it); it is ignored unless
 // it is older than what was known when its request was sent, which only a
-// rollback of etcd's revisions explains: then it is taken as the truth.
+// rollback of etcd's revisions explains: then it is taken as the truth. So
+// is an answer at the very resourceVersion known at its send that is not
+// what was known then (the Lease, known missing; another object, by its
+// UID): only a store that went back serves a deleted version again (etcd
+// restored from a snapshot, with --bump-revision or without), or reuses a
+// resourceVersion (without).
 // An answer that the Lease is missing carries no resourceVersion: when a
 // newer version than the one known at its request's send has been
 // observed since, the request may have been served before that version,
@@ -31,7 +36,8 @@ func (m *Machine) observe(now time.Time, lease *coordinationv1.Lease, rv string,
 	}
 	if rv != "" && m.latestRV != "" && !newer(rv, m.latestRV) {
 		switch {
-		case p != nil && p.rvAtSend != "" && rv != p.rvAtSend && !newer(rv, p.rvAtSend):
+		case p != nil && p.rvAtSend != "" && rv != p.rvAtSend && !newer(rv, p.rvAtSend),
+			p != nil && lease != nil && rv == p.rvAtSend && lease.UID != p.uid:
 			m.logf(slog.LevelError, "the Lease's resourceVersion went backwards (etcd restored without --bump-revision?): "+
 				"following the Lease again, but no term starts with a token at or below one already seen",
 				"resourceVersion", rv, "seen", m.latestRV)
@@ -125,12 +131,13 @@ func (m *Machine) followTerm(now time.Time) {
 }
 
 // sameVersion reports whether a and b are the same version of the record
-// (both missing counts as the same).
+// (both missing counts as the same): the same resourceVersion of the same
+// object.
 func sameVersion(a, b *coordinationv1.Lease) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	return a.ResourceVersion == b.ResourceVersion
+	return a.ResourceVersion == b.ResourceVersion && a.UID == b.UID
 }
 
 func quoteOrNone(s string) string {

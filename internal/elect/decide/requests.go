@@ -14,6 +14,9 @@ import (
 func (m *Machine) send(now time.Time, purpose Purpose) {
 	req := &Request{Purpose: purpose}
 	p := &pending{purpose: purpose, sent: now, rvAtSend: m.latestRV, floor: m.tokenFloor}
+	if m.lease != nil && m.lease.ResourceVersion == m.latestRV {
+		p.uid = m.lease.UID
+	}
 	switch purpose {
 	case Read, ReleaseRead:
 		req.Verb = Get

@@ -97,7 +97,11 @@ func (m *Machine) acquireResult(now time.Time, p *pending, r Result) {
 	case !m.campaigning(now) || m.release != nil:
 		// Withdrawn, staying out or stopping meanwhile: no term. The record
 		// names this instance, so it is released (plan sees to it).
-	case !m.namesMe():
+	case !m.namesMe() || !microTimeOf(m.lease.Spec.AcquireTime).Equal(microTimeOf(written.Spec.AcquireTime)):
+		// The latest record is another holder's, or starts another term
+		// (a handover to this instance in a timeline an etcd restore
+		// brought back): this write's resourceVersion is not that term's
+		// token. A record naming this instance is taken back (plan).
 		m.logf(slog.LevelInfo, "acquired the Lease, but it changed again before the answer came: no term", "token", token)
 	case !now.Before(fence.ValidUntil(p.sent, m.cfg.RenewDeadline)):
 		m.logf(slog.LevelWarn, "acquired the Lease, but the answer came after the term's validity would have ended: no term", "token", token)

@@ -2,12 +2,15 @@ package decide
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/leasehold/leasehold/internal/fence"
 )
 
 // store is an in-memory model of the apiserver and etcd for one Lease, with
@@ -17,25 +20,34 @@ import (
 // namespace, the Lease's validation (durations > 0, transitions ≥ 0), and
 // watch events in commit order. Every version is kept, with its writer,
 // for the checker, and so is the writer of every write to another object
-// that an instance made (its member Lease: see otherWrite).
+// that an instance made (its member Lease: see otherWrite). It can be
+// restored to a snapshot, as etcd can (restore).
 type store struct {
 	namespace, name  string
 	namespaceMissing bool
 
 	rev      int64
+	peak     int64                 // the largest revision before a restore that took the revision back, 0 if none did
 	lease    *coordinationv1.Lease // nil when missing
-	versions map[int64]version
-	latest   int64            // revision of the Lease's latest version (its deletion included)
-	others   map[int64]string // revision of a write to another object → its writer
+	versions []version             // every version of the Lease committed, in commit order
+	byRev    map[int64][]int       // resourceVersion → indexes in versions: more than one only after a restore that reused revisions
+	latest   int                   // index of the Lease's latest version (its deletion included), -1 before the first
+	others   map[int64][]string    // revision of a write to another object → its writers
+	created  int                   // Leases created, for their UIDs
 	watchers []func(watchEvent)
 }
 
 // version is one committed state of the Lease.
 type version struct {
+	index  int // in store.versions
+	rev    int64
 	writer string // identity of the instance that wrote it, "admin" for hand edits
 	holder string
 	lease  *coordinationv1.Lease // nil: the deletion
-	prev   int64                 // revision of the version before it, 0 for the first
+	prev   int                   // index of the version before it, -1 for the first
+	// floor is, for a simulated instance's write, the largest
+	// resourceVersion that instance had been given when it sent it.
+	floor fence.Token
 }
 
 // watchEvent is one change, as the watch reports it.
@@ -47,7 +59,7 @@ type watchEvent struct {
 var leasesResource = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 
 func newStore(namespace, name string) *store {
-	return &store{namespace: namespace, name: name, rev: 100, versions: map[int64]version{}, others: map[int64]string{}}
+	return &store{namespace: namespace, name: name, rev: 100, byRev: map[int64][]int{}, latest: -1, others: map[int64][]string{}}
 }
 
 func (s *store) get() (*coordinationv1.Lease, error) {
@@ -67,7 +79,8 @@ func (s *store) create(writer string, l *coordinationv1.Lease) (*coordinationv1.
 	if err := validate(l); err != nil {
 		return nil, err
 	}
-	l.UID = types.UID("uid-" + strconv.FormatInt(s.rev+1, 10))
+	s.created++
+	l.UID = types.UID("uid-" + strconv.Itoa(s.created)) // unique, as the apiserver's, even where a restore reuses revisions
 	return s.commit(writer, l), nil
 }
 
@@ -113,8 +126,7 @@ func (s *store) remove() bool {
 	}
 	s.rev++
 	s.lease = nil
-	s.versions[s.rev] = version{writer: "admin", prev: s.latest}
-	s.latest = s.rev
+	s.add(version{rev: s.rev, writer: "admin"})
 	s.notify(watchEvent{rv: strconv.FormatInt(s.rev, 10)})
 	return true
 }
@@ -127,15 +139,67 @@ func (s *store) bump(n int64) { s.rev += n }
 // of a handover): it takes the next revision, and returns it.
 func (s *store) otherWrite(writer string) string {
 	s.rev++
-	s.others[s.rev] = writer
+	s.others[s.rev] = append(s.others[s.rev], writer)
 	return strconv.FormatInt(s.rev, 10)
 }
 
-// previous is the version the Lease's version rev replaced, and whether
-// there was one.
-func (s *store) previous(rev int64) (version, bool) {
-	v, ok := s.versions[s.versions[rev].prev]
-	return v, ok
+// wroteOther reports whether writer wrote another object at revision rev.
+func (s *store) wroteOther(rev int64, writer string) bool {
+	return slices.Contains(s.others[rev], writer)
+}
+
+// versionsAt lists the versions of the Lease committed at revision rev:
+// one at most, unless a restore reused revisions.
+func (s *store) versionsAt(rev int64) []version {
+	var vs []version
+	for _, i := range s.byRev[rev] {
+		vs = append(vs, s.versions[i])
+	}
+	return vs
+}
+
+// version is the version of the Lease committed last at revision rev.
+func (s *store) version(rev int64) (version, bool) {
+	vs := s.versionsAt(rev)
+	if len(vs) == 0 {
+		return version{prev: -1}, false
+	}
+	return vs[len(vs)-1], true
+}
+
+// previous is the version that v replaced, and whether there was one.
+func (s *store) previous(v version) (version, bool) {
+	if v.prev < 0 {
+		return version{prev: -1}, false
+	}
+	return s.versions[v.prev], true
+}
+
+// snapshot is the store's state at one moment, which restore brings back.
+type snapshot struct {
+	rev    int64
+	lease  *coordinationv1.Lease
+	latest int
+}
+
+func (s *store) snapshot() snapshot { return snapshot{rev: s.rev, lease: s.lease, latest: s.latest} }
+
+// restore brings the store back to snap, as etcdutl snapshot restore
+// does: the Lease is the snapshot's again, with the resourceVersion and
+// UID it had then. With bump (--bump-revision) the revision counter moves
+// on by bump from the largest revision ever written, so later writes take
+// revisions above every earlier one; with 0 it goes back to the
+// snapshot's (peak keeps the largest before), and later writes reuse the
+// revisions written since. It sends no watch event: etcd's watchers are
+// cut off (--mark-compacted).
+func (s *store) restore(snap snapshot, bump int64) {
+	if bump > 0 {
+		s.rev = max(s.rev, s.peak) + bump
+	} else {
+		s.peak = max(s.peak, s.rev)
+		s.rev = snap.rev
+	}
+	s.lease, s.latest = snap.lease, snap.latest
 }
 
 func (s *store) commit(writer string, l *coordinationv1.Lease) *coordinationv1.Lease {
@@ -143,10 +207,17 @@ func (s *store) commit(writer string, l *coordinationv1.Lease) *coordinationv1.L
 	l.ResourceVersion = strconv.FormatInt(s.rev, 10)
 	l.Namespace, l.Name = s.namespace, s.name
 	s.lease = l
-	s.versions[s.rev] = version{writer: writer, holder: holderOf(l), lease: l, prev: s.latest}
-	s.latest = s.rev
+	s.add(version{rev: s.rev, writer: writer, holder: holderOf(l), lease: l})
 	s.notify(watchEvent{lease: l, rv: l.ResourceVersion})
 	return l
+}
+
+// add records v as the Lease's latest version.
+func (s *store) add(v version) {
+	v.prev, v.index = s.latest, len(s.versions)
+	s.versions = append(s.versions, v)
+	s.latest = len(s.versions) - 1
+	s.byRev[v.rev] = append(s.byRev[v.rev], s.latest)
 }
 
 func (s *store) notify(ev watchEvent) {
