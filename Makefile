@@ -77,7 +77,7 @@ REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
 .PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups bench-handover image e2e-soak check-no-leftovers
-.PHONY: node-bins cni-bin node node-down node-demo node-e2e FORCE
+.PHONY: node-bins cni-bin syft-bin image-sboms node node-down node-demo node-e2e FORCE
 .PHONY: promtool-bin redocly-bin redocly-lint
 
 ## demo: a one-minute live demonstration: three sidecars against a real apiserver; SIGKILL, then SIGTERM, the leader.
@@ -302,14 +302,28 @@ $(GORELEASER_BIN):
 		-o $@.tmp github.com/goreleaser/goreleaser/v2
 	mv $@.tmp $@
 
+# syft writes the release's SBOMs (SPDX): built from the Go module proxy in
+# its own tools module hack/syft, cached by version, like GoReleaser.
+SYFT_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "github.com/anchore/syft") {print $$(i+1); exit}}' hack/syft/go.mod)
+SYFT_BIN     := $(CURDIR)/.cache/syft/$(SYFT_VERSION)/syft
+
+## syft-bin: build syft (the SBOM generator of make release-snapshot) once per version (about 6 minutes cold on 2 cores).
+syft-bin: $(SYFT_BIN)
+
+$(SYFT_BIN):
+	@mkdir -p $(dir $@)
+	cd hack/syft && go build -trimpath -ldflags "-s -w -X main.version=$(SYFT_VERSION)" -o $@.tmp github.com/anchore/syft/cmd/syft
+	mv $@.tmp $@
+
 ## release-check: goreleaser check: .goreleaser.yaml is valid for this GoReleaser, with nothing deprecated.
 release-check: goreleaser-bin
 	$(GORELEASER_BIN) check
 
 ## release-snapshot: a release without publishing: goreleaser release --snapshot (static linux/amd64 and linux/arm64 binaries,
-## archives and checksums in dist/), each binary checked, the chart packaged (make chart) and the image built (make image).
-release-snapshot: release-check
-	$(GORELEASER_ENV) $(GORELEASER_BIN) release --snapshot --clean --skip=publish
+## archives, an SPDX SBOM of each archive and checksums in dist/), each binary checked, the chart packaged (make chart), the image
+## built (make image) and an SPDX SBOM of each of its platforms written (dist/image/leasehold-<tag>-linux-<arch>.spdx.json), all by syft.
+release-snapshot: release-check syft-bin
+	PATH=$(dir $(SYFT_BIN)):$$PATH $(GORELEASER_ENV) $(GORELEASER_BIN) release --snapshot --clean --skip=publish
 	@version=$$(git describe --tags --always --dirty) && for bin in dist/leasehold_linux_*/leasehold; do \
 		info=$$(go version -m $$bin) || exit 1; \
 		if ! grep -q 'CGO_ENABLED=0' <<<"$$info" || ! grep -q -- '-trimpath=true' <<<"$$info" || ! grep -qaF -- "$$version" $$bin; then \
@@ -320,6 +334,16 @@ release-snapshot: release-check
 	cd dist && sha256sum -c checksums.txt
 	@$(MAKE) --no-print-directory chart
 	@$(MAKE) --no-print-directory image
+	@$(MAKE) --no-print-directory image-sboms
+	@for sbom in dist/*.spdx.json; do grep -q '"name": *"github.com/leasehold/leasehold"' $$sbom || { echo "$$sbom does not list leasehold's module"; exit 1; }; done
+
+## image-sboms: an SPDX SBOM of each platform of make image's image, by syft (make release-snapshot runs it after make image).
+IMAGE_SBOMS := $(foreach a,$(IMAGE_ARCHES),$(IMAGE_DIR)/leasehold-$(IMAGE_TAG)-linux-$(a).spdx.json)
+image-sboms: syft-bin $(IMAGE_SBOMS)
+
+$(IMAGE_DIR)/leasehold-$(IMAGE_TAG)-linux-%.spdx.json: FORCE
+	SYFT_CHECK_FOR_APP_UPDATE=false $(SYFT_BIN) scan oci-dir:$(IMAGE_DIR)/oci --platform linux/$* --quiet --output spdx-json=$@
+	@grep -q '"name": *"github.com/leasehold/leasehold"' $@ || { echo "$@ does not list leasehold's module"; exit 1; }
 
 ## chart: package the Helm chart into dist/, its version and appVersion stamped from VERSION (see CHART_VERSION).
 chart: helm-bin

@@ -211,6 +211,11 @@ type goreleaserConfig struct {
 		NameTemplate string `json:"name_template"`
 		Algorithm    string `json:"algorithm"`
 	} `json:"checksum"`
+	SBOMs []struct {
+		Artifacts string   `json:"artifacts"`
+		Cmd       string   `json:"cmd"`
+		Args      []string `json:"args"`
+	} `json:"sboms"`
 }
 
 // goreleaserTemplate evaluates a GoReleaser template with the functions the
@@ -370,6 +375,43 @@ func TestLicenseIsTheApacheLicense(t *testing.T) {
 	sum := sha256.Sum256(data)
 	if got := hex.EncodeToString(sum[:]); got != "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30" {
 		t.Errorf("LICENSE: SHA-256 %s, want the Apache License 2.0 verbatim", got)
+	}
+}
+
+// The release has an SBOM of each archive and of each of the image's
+// platforms, in SPDX, by the pinned syft: GoReleaser runs syft on every
+// archive (make release-snapshot puts the pinned one first on its PATH),
+// then make release-snapshot builds the image and scans each platform of
+// its OCI layout.
+func TestReleaseSnapshotWritesSBOMs(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c goreleaserConfig
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.SBOMs) != 1 || c.SBOMs[0].Artifacts != "archive" || c.SBOMs[0].Cmd != "syft" || !slices.Contains(c.SBOMs[0].Args, "spdx-json=$document") {
+		t.Errorf("sboms %+v: want syft writing spdx-json for every archive", c.SBOMs)
+	}
+	lines := makeDryRun(t, "release-snapshot", "VERSION=v1.2.3")
+	syftDir := filepath.Join(root, ".cache", "syft")
+	var goreleaser string
+	scans := map[string]bool{}
+	for _, l := range lines {
+		if strings.Contains(l, "goreleaser release --snapshot") {
+			goreleaser = l
+		}
+		if m := regexp.MustCompile(`/syft scan oci-dir:dist/image/oci --platform (linux/\w+) --quiet --output spdx-json=dist/image/leasehold-1\.2\.3-linux-\w+\.spdx\.json$`).FindStringSubmatch(l); m != nil {
+			scans[m[1]] = true
+		}
+	}
+	if !strings.HasPrefix(goreleaser, "PATH="+syftDir+"/") {
+		t.Errorf("make release-snapshot runs %q: want the pinned syft (%s/<version>) first on GoReleaser's PATH", goreleaser, syftDir)
+	}
+	if !scans["linux/amd64"] || !scans["linux/arm64"] || len(scans) != 2 {
+		t.Errorf("make release-snapshot scans the image for %v, want linux/amd64 and linux/arm64:\n%s", scans, strings.Join(lines, "\n"))
 	}
 }
 
