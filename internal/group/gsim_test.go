@@ -41,7 +41,8 @@ import (
 // offsets and rates within fence.MaxClockDrift, other objects' writes
 // moving the global revision, and hand edits (a Lease deleted, emptied,
 // given to a stranger, its duration shortened, an annotation; a member
-// Lease deleted, its duration changed, a ghost member Lease that nobody
+// Lease deleted (some as another member leaves, which may hand it a Lease
+// it then does not want), its duration changed, a ghost member Lease that nobody
 // renews with the longest duration a Lease can have). Some histories start
 // with member Leases of processes long gone (leftovers), which the members
 // must collect. In some, nodes run different Lease lists under the one
@@ -1246,6 +1247,9 @@ func (s *gsim) fault() {
 		s.check.crashed(n)
 		replace()
 	case k == 4:
+		if p.handEdits && s.x.IntN(4) == 0 {
+			s.deleteAnotherMemberLease(n)
+		}
 		n.stopping = true
 		s.tracef("%s is told to stop", n.name)
 		s.check.disturbed(s.now)
@@ -1311,6 +1315,25 @@ func (s *gsim) aftermath() time.Duration {
 
 // handEdit changes a group Lease, or a member Lease, as an admin would:
 // without a precondition.
+// deleteAnotherMemberLease deletes, by hand, the member Lease of a member
+// other than leaver, just before leaver is told to stop: leaver's view
+// still counts it and may name it heir, while it, once it has seen its
+// member Lease gone, has withdrawn from every Lease, and is handed one it
+// does not want (member.Machine's plan withdraws it again).
+func (s *gsim) deleteAnotherMemberLease(leaver *gnode) {
+	members, _ := s.store.list(member.Label, gsimGroup)
+	members = slices.DeleteFunc(members, func(l coordinationv1.Lease) bool {
+		return l.Name == member.LeaseName(gsimGroup, leaver.name)
+	})
+	if len(members) == 0 {
+		return
+	}
+	s.edits++
+	name := members[s.x.IntN(len(members))].Name
+	s.store.remove("admin", name, "")
+	s.tracef("admin deletes the member Lease %s as %s leaves (rev %d)", name, leaver.name, s.store.rev)
+}
+
 func (s *gsim) handEdit() {
 	s.edits++
 	s.check.disturbed(s.now)
