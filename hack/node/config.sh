@@ -79,7 +79,7 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: "$P/ca.crt"}
 authorization: {mode: Webhook}
-resolvConf: "" # pods get no nameserver: no DNS query leaves the machine
+resolvConf: "" # pods get no upstream nameserver: no DNS query leaves the machine
 clusterDomain: cluster.local
 failSwapOn: false
 maxPods: 40
