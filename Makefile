@@ -198,7 +198,7 @@ chart-test: kube-bins helm-bin promtool-bin
 	go test $(GO_TEST_FLAGS) ./test/chart/ ./test/image/
 
 ## sim: the election's deterministic simulator over SEEDS seeded histories of its default fault mix and STRESS of its
-## stress mix (defaults 100000 and SEEDS; make test plays 7500 and 2500). A failing seed prints its history's end and
+## stress mix (defaults 100000 and SEEDS; make test plays 6000 and 4000). A failing seed prints its history's end and
 ## replays with: go test ./internal/elect/decide -run TestSimulation -sim.mix=default|stress -sim.seed=N -v
 SEEDS ?= 100000
 STRESS ?= $(SEEDS)

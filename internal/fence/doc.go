@@ -19,7 +19,9 @@
 //
 // Assumption: etcd's revisions never go backwards. Restoring etcd from a
 // snapshot without --bump-revision breaks this, for leasehold as for every
-// resourceVersion-based precondition in Kubernetes.
+// resourceVersion-based precondition in Kubernetes. What the election still
+// promises across a restore, with --bump-revision or without, is in
+// package decide ("Across an etcd restore").
 //
 // # Validity
 //

@@ -17,11 +17,27 @@ import (
 //     clock, or until a report ends it; a crashed instance's last term stays
 //     valid until its ValidUntil, as a paused one's would);
 //   - every term's token is the resourceVersion of the write that started
-//     it, and is larger than every earlier term's: a write of that very
-//     instance naming it, or a handover to it in one write (the term is
-//     adopted), written by the Lease's previous holder on the version
-//     naming it, citing a member Lease write of the heir's that committed
-//     before it;
+//     it: a write of that very instance naming it, or a handover to it in
+//     one write (the term is adopted), written by the Lease's previous
+//     holder on the version naming it, citing a member Lease write of the
+//     heir's that committed before it;
+//   - tokens grow: a term's token is larger than every resourceVersion
+//     its instance was given before it sent that write (an adopted term's,
+//     than every one given before the handover, and at least every one
+//     given since), and larger than the token of every term whose first
+//     write landed before its own (terms start in that order, but for a
+//     term whose first write landed before a restore and that starts after
+//     one whose first write landed after it), and of every earlier term
+//     up to the largest resourceVersion its instance was given;
+//   - across an etcd restore (sim.restore), all of these but as the
+//     contract allows (restored): a term whose first write landed before
+//     a restore is not judged against one whose first write landed after
+//     it, for renewDeadline from the restore, nor is a term its instance
+//     took back at once in that time on the validity of such a term;
+//     after a restore without --bump-revision, tokens need only grow per
+//     instance, holders' tokens are not judged, and until the revision
+//     has caught up (an unsafe window) neither are overlaps, adopted
+//     terms' bounds, nor where releases land;
 //   - an adopted term is valid at most until the send time of the member
 //     Lease write its handover cites plus renewDeadline, on the heir's
 //     clock;
@@ -47,18 +63,22 @@ type checker struct {
 
 	terms     []*termRecord
 	open      map[*instance]*termRecord
-	maxToken  fence.Token
 	reported  map[*instance]fence.Token
 	quietFrom time.Duration
+	reused    bool            // a restore without --bump-revision took the revision back (restored)
+	restores  []restoreRecord // every etcd restore, in order
+	unsafe    []window        // after restores without --bump-revision, until the revision caught up (restored)
 
 	adopted, adoptedWithdrawn int // terms adopted from a handover (by a withdrawn instance)
 }
 
 // holdersToken judges the token r reports for a holder other than its
 // reporter: when the holder is an instance (hand edits name no instance),
-// the token must be a version written by that instance's acquire.
+// the token must be a version written by that instance's acquire. Not
+// after a restore without --bump-revision: a version a watch delivered
+// after another of the same resourceVersion is no evidence of an acquire.
 func (c *checker) holdersToken(in *instance, r Report) {
-	if r.Leading || r.Holder == in.identity || !slices.ContainsFunc(c.s.instances, func(i *instance) bool { return i.identity == r.Holder }) {
+	if r.Leading || r.Holder == in.identity || !slices.ContainsFunc(c.s.instances, func(i *instance) bool { return i.identity == r.Holder }) || c.reused {
 		return
 	}
 	var err error
@@ -125,6 +145,7 @@ type termRecord struct {
 	in         *instance
 	token      fence.Token
 	start, end time.Duration
+	write      int // the index of the version that started it (store.versions)
 }
 
 func newChecker(s *sim) *checker {
@@ -168,17 +189,23 @@ func (c *checker) observe(in *instance, r Report) {
 	if cur != nil {
 		c.close(cur, now)
 	}
+	v, adopted, err := c.termStart(in.identity, r.Token, true)
 	for _, t := range c.terms {
-		if t.token == r.Token {
+		switch {
+		case t.token == r.Token && (!c.reused || t.in == in):
 			c.fail("%s reports term %d again (first started by %s at %.4fs)", in.identity, r.Token, t.in.identity, t.start.Seconds())
+		case t.token > r.Token && (t.write < v.index || t.token <= in.seen) && !c.reused:
+			c.fail("%s's new term has token %d, not above the earlier %d", in.identity, r.Token, t.token)
 		}
 	}
-	if r.Token <= c.maxToken {
-		c.fail("%s's new term has token %d, not above the earlier %d", in.identity, r.Token, c.maxToken)
-	}
-	v, adopted, err := c.termStart(in.identity, r.Token, true)
-	if err != nil {
+	switch {
+	case err != nil:
 		c.fail("%s's token %d is not the resourceVersion of the write that started its term: %v", in.identity, r.Token, err)
+	case !adopted && r.Token <= v.floor:
+		c.fail("%s's new term has token %d, not above resourceVersion %d, which it had been given before it sent that write", in.identity, r.Token, v.floor)
+	case adopted && (r.Token < in.seen || r.Token <= in.handedFloor[v.lease.ResourceVersion]):
+		c.fail("%s adopted term %d, not above resourceVersion %d, which it had been given before the handover, or below %d, given since",
+			in.identity, r.Token, in.handedFloor[v.lease.ResourceVersion], in.seen)
 	}
 	told, local := in.told, in.local(c.s.base, now)
 	switch {
@@ -195,16 +222,105 @@ func (c *checker) observe(in *instance, r Report) {
 			c.adoptedWithdrawn++
 		}
 		witness := c.s.witnesses[handedWitness(v.lease)]
-		if bound := witness.sentAt.Add(c.s.params.timing.RenewDeadline); r.ValidUntil.After(bound) {
+		if bound := witness.sentAt.Add(c.s.params.timing.RenewDeadline); r.ValidUntil.After(bound) && !c.inUnsafe(now) {
 			c.fail("%s adopted term %d valid until %s, past its witness's send time %s + renewDeadline",
 				in.identity, r.Token, r.ValidUntil.Format("15:04:05.000"), witness.sentAt.Format("15:04:05.000"))
 		}
 	}
-	t := &termRecord{in: in, token: r.Token, start: now, end: end}
+	t := &termRecord{in: in, token: r.Token, start: now, end: end, write: v.index}
 	c.terms = append(c.terms, t)
 	c.open[in] = t
-	c.maxToken = r.Token
 	c.overlaps(t)
+}
+
+// restored is told that etcd was restored, now, with --bump-revision or
+// without. The restore serves a past version of the Lease as the present,
+// with its resourceVersion: any instance whose latest knowledge is that
+// version (it saw nothing newer), and whose claim on it ran out, rightly
+// writes on it at once, though a term acquired since (from that very
+// version, or a later one) may still be valid. No instance can tell; the
+// term valid at the restore ends at its next renewal (the conflict) or
+// when its validity runs out. So a term whose first write landed before a
+// restore is not judged against a term whose first write landed after it
+// for the validity it can have from writes sent before the restore (see
+// excused); any other overlap still fails. Without --bump-revision, later
+// writes reuse revisions: a term's token is then no longer larger than
+// every earlier term's, only than every resourceVersion its own instance
+// saw, which is what the contract promises of a rollback (observe checks
+// it). And until the revision is past every one written before such a
+// restore, and renewDeadline more (an unsafe window), a write conditioned
+// on a resourceVersion from before the restore can land on another record
+// that reused it, as for every resourceVersion precondition in
+// Kubernetes: overlaps that begin in such a window, and what a record
+// reached that way makes an instance report or write, are not judged.
+func (c *checker) restored(bumped bool) {
+	now := c.s.now
+	if !bumped {
+		c.reused = true
+		if n := len(c.unsafe); n == 0 || c.unsafe[n-1].to != 0 {
+			c.unsafe = append(c.unsafe, window{from: now})
+		}
+	}
+	c.restores = append(c.restores, restoreRecord{at: now, versions: len(c.s.store.versions)})
+	c.disturbed(now)
+}
+
+// restoreRecord is one etcd restore: when, and how many versions of the
+// Lease had been written before it.
+type restoreRecord struct {
+	at       time.Duration
+	versions int
+}
+
+// window is a span of real time, [from, to); to is 0 while it is open.
+type window struct{ from, to time.Duration }
+
+// caughtUp is told that the store's revision is now past every one
+// written before a restore without --bump-revision: the open unsafe
+// window closes renewDeadline later (on the slowest clock).
+func (c *checker) caughtUp() {
+	if n := len(c.unsafe); n > 0 && c.unsafe[n-1].to == 0 {
+		p := c.s.params
+		c.unsafe[n-1].to = c.s.now + time.Duration(float64(p.timing.RenewDeadline)/(1-p.drift)) + 1
+	}
+}
+
+// inUnsafe reports whether at is in an unsafe window (restored).
+func (c *checker) inUnsafe(at time.Duration) bool {
+	return slices.ContainsFunc(c.unsafe, func(w window) bool { return w.from <= at && (w.to == 0 || at < w.to) })
+}
+
+// excused is when u starts to be judged against t (restored): for the
+// last restore after u's first write landed and not after t's did, when
+// renewDeadline has passed on u's clock since that restore (a write sent
+// before it gives no validity beyond that, and one sent after it lands
+// before t's first write, which then conflicts, or not at all). And never,
+// when t was valid before u started, and u started within renewDeadline
+// of a restore at which its instance held a term whose first write
+// preceded it: that term's validity let its instance take back at once a
+// record emptied or deleted meanwhile (the shield: nobody else can have
+// acquired while it was valid), which the restore made untrue. At u.start
+// when there is no such restore.
+func (c *checker) excused(u, t *termRecord) time.Duration {
+	for _, r := range slices.Backward(c.restores) {
+		if u.write < r.versions && r.versions <= t.write {
+			return max(u.start, c.afterRestore(u.in, r))
+		}
+	}
+	for _, r := range c.restores {
+		if t.start <= u.start && u.start < c.afterRestore(u.in, r) && r.versions <= u.write &&
+			slices.ContainsFunc(c.terms, func(p *termRecord) bool { return p.in == u.in && p.write < r.versions && p.end > r.at }) {
+			return u.end
+		}
+	}
+	return u.start
+}
+
+// afterRestore is when renewDeadline has passed on in's clock since the
+// restore r.
+func (c *checker) afterRestore(in *instance, r restoreRecord) time.Duration {
+	base := c.s.base
+	return in.real(base, in.local(base, r.at).Add(c.s.params.timing.RenewDeadline))
 }
 
 func (c *checker) close(t *termRecord, now time.Duration) {
@@ -212,10 +328,15 @@ func (c *checker) close(t *termRecord, now time.Duration) {
 	delete(c.open, t.in)
 }
 
-// overlaps fails if t is valid at an instant some other term is.
+// overlaps fails if t is valid at an instant some other term is, but for
+// the validity a restore excuses (excused), and overlaps that begin in an
+// unsafe window (restored).
 func (c *checker) overlaps(t *termRecord) {
 	for _, u := range c.terms {
-		if u != t && u.start < t.end && t.start < u.end {
+		if u == t {
+			continue
+		}
+		if us, ts := c.excused(u, t), c.excused(t, u); max(us, ts) < min(u.end, t.end) && !c.inUnsafe(max(us, ts)) {
 			c.fail("two valid leaders: %s (token %d, valid %.4fs–%.4fs) and %s (token %d, valid %.4fs–%.4fs)",
 				u.in.identity, u.token, u.start.Seconds(), u.end.Seconds(), t.in.identity, t.token, t.start.Seconds(), t.end.Seconds())
 		}

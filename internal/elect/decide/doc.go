@@ -12,10 +12,11 @@
 // unchanged, in the deterministic simulator of this package's tests,
 // against an in-memory Lease store that enforces resourceVersion
 // preconditions, under lost requests and answers, late watch events,
-// partitions, pauses, clock drift, hand edits and handovers, in a default
-// and a stress fault mix; its checker (checker_test.go) judges every step
-// against the safety contract below, each Wake, and liveness. In the style
-// of etcd's raft.Node.Step.
+// partitions, pauses, clock drift, hand edits, handovers and etcd restores,
+// in a default and a stress fault mix; its checker (checker_test.go) judges
+// every step against the safety contract below (across a restore, as far
+// as it promises), each Wake, and liveness. In the style of etcd's
+// raft.Node.Step.
 //
 // # Safety contract
 //
@@ -86,6 +87,38 @@
 //     this instance's is unknown: a release whose answer is lost is read
 //     back like an acquire whose answer is lost. Otherwise the record is
 //     taken back by a write, or released, as any record naming it.
+//
+// # Across an etcd restore
+//
+// A restore from a snapshot serves a past version of the Lease as the
+// present, with its resourceVersion and UID. An answer older than what was
+// known when its request was sent, or at that very resourceVersion but not
+// the record then known (the Lease, known missing; another object), is
+// taken as the truth (a rollback), so instances follow the restored record.
+// What still holds:
+//
+//   - With --bump-revision (the documented way), tokens keep growing:
+//     every write after the restore takes a revision above every earlier
+//     one, and no term starts on a write of this instance's from before the
+//     restore once it has observed a later record that starts another
+//     term (one whose answer comes just after the restore may start,
+//     unaware, after a term begun since, with the smaller token: a
+//     storage that saw the larger refuses its writes). But within renewDeadline of the restore a term may start while
+//     another is valid: an instance whose latest knowledge is the restored
+//     version, and whose claim on it ran out, rightly writes on it at once,
+//     though a term begun since that version may be valid; so may one that
+//     led across the restore, on a record it finds emptied or deleted (its
+//     term's validity said nobody else could have acquired). The older term
+//     ends at its next renewal (the conflict) or with its validity. Any
+//     other two terms are exclusive as ever.
+//   - Without --bump-revision, later writes reuse revisions. Each instance
+//     still starts no term with a token at or below a resourceVersion it
+//     saw (refusing the term, releasing the record and backing off), its
+//     reports never go back, and a leader steps down on a rolled-back read
+//     that shows another holder. Nothing more, until the revision has
+//     passed every one written before the restore: a precondition on a
+//     reused resourceVersion can land on another record, as for every
+//     resourceVersion precondition in Kubernetes.
 //
 // # Another holder's token
 //

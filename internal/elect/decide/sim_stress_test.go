@@ -40,7 +40,8 @@ func parseMix(name string) (simMix, error) {
 // (withdrawn, refusing handovers, staying out after a release) when a
 // handover reaches it, releases it, loses that release's answer and comes
 // back before its watch shows the release; many member Lease writes, so a
-// leaver's witness is fresh; lost answers; watch events that come late.
+// leaver's witness is fresh; lost answers; watch events that come late;
+// and, in a third of the histories, etcd restored from a snapshot.
 func (p *simParams) stress(rng *rand.Rand) {
 	t := p.timing
 	p.mix = stressMix
@@ -50,12 +51,14 @@ func (p *simParams) stress(rng *rand.Rand) {
 	p.timing.AcceptHandovers = rng.IntN(2) == 0
 	p.handEdits = rng.IntN(4) != 0
 	p.watchLag = rng.IntN(2) == 0
+	p.restores = rng.IntN(3) == 0
 }
 
 // stressFault injects one fault of the stress mix: half the time the
 // leader hands the Lease over to another instance in one write; else an
 // instance is taken out of the election briefly, an admin edits the
-// Lease, or one of the default mix's faults.
+// Lease, etcd is restored from a snapshot (in a third of the histories),
+// or one of the default mix's faults.
 func (s *sim) stressFault() {
 	live := s.live()
 	switch k := s.rng.IntN(10); {
@@ -65,6 +68,8 @@ func (s *sim) stressFault() {
 		s.takeOut(live[s.rng.IntN(len(live))])
 	case k == 6 && s.params.handEdits:
 		s.handEdit()
+	case k == 7 && s.params.restores:
+		s.restore()
 	default:
 		s.fault()
 	}

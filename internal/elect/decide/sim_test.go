@@ -40,7 +40,8 @@ import (
 // A history draws its faults from one of two mixes (simMix): the default
 // one, or the stress mix, whose faults come several times as often, half
 // of them handovers in one write, often to a successor that is briefly
-// out of the election, with many lost answers and late watch events.
+// out of the election, with many lost answers and late watch events, and,
+// in a third of its histories, etcd restored from a snapshot (restore).
 type sim struct {
 	seed   uint64
 	rng    *rand.Rand
@@ -57,6 +58,8 @@ type sim struct {
 
 	end   time.Duration // the history ends here
 	probe *probe        // the quiet tail's recovery probe, once started
+
+	snapshots []snapshot // the store's latest snapshots, oldest first (histories with restores)
 
 	// witnesses are the member Lease writes committed: resourceVersion →
 	// its writer and the writer's local time before it sent it.
@@ -95,6 +98,7 @@ type simParams struct {
 	// The stress mix's (see simParams.stress).
 	mix      simMix
 	watchLag bool // now and then a watch event comes late, and all that follow it
+	restores bool // etcd is restored from a snapshot now and then (sim.restore)
 }
 
 // memberWrite is a write of an instance's member Lease, as committed: the
@@ -167,7 +171,10 @@ type instance struct {
 	told         told
 	report       Report
 
-	members  []string             // resourceVersions of its member Lease writes that committed, in order
+	seen        fence.Token            // the largest resourceVersion its Machine was given (its token floor)
+	handedFloor map[string]fence.Token // handovers to it its watch delivered → seen just before the first delivery
+
+	members  []string             // resourceVersions of its member Lease writes that committed (and were not undone by a restore), in order
 	answered map[string]time.Time // its driver's: member Lease writes answered → local send time
 }
 
@@ -286,12 +293,11 @@ func (s *sim) run() error {
 	for t := s.nextFaultTime(0); t < s.params.duration; t = s.nextFaultTime(t) {
 		s.at(t, fault)
 	}
+	if s.params.restores {
+		s.at(0, s.takeSnapshots)
+	}
 	s.end = s.params.duration + s.params.quiet
-	s.at(s.params.duration, func() { // every fault is in: the quiet tail's probe
-		probeAt := s.check.quietFrom + s.check.livenessBound()
-		s.end = probeAt + s.check.probeBound() + 3*s.params.timing.LeaseDuration
-		s.at(probeAt, s.startProbe)
-	})
+	s.at(s.params.duration, s.quietTail) // every fault is in
 	for s.queue.Len() > 0 && s.check.err == nil {
 		e := heap.Pop(&s.queue).(event)
 		if e.at > s.end {
@@ -299,6 +305,9 @@ func (s *sim) run() error {
 		}
 		s.now = e.at
 		e.do()
+		if s.store.peak != 0 && s.store.rev > s.store.peak {
+			s.check.caughtUp()
+		}
 		if s.steps > maxSteps {
 			s.check.fail("more than %d steps: an instance spins", maxSteps)
 		}
@@ -353,7 +362,7 @@ func (s *sim) startInstance(t time.Duration) {
 			id: s.nextID, identity: cfg.Identity, m: m, alive: true, candidate: true,
 			offset:   time.Duration(s.rng.Int64N(int64(time.Hour))) - 30*time.Minute,
 			rate:     1 + s.params.drift*(2*s.rng.Float64()-1),
-			answered: map[string]time.Time{},
+			answered: map[string]time.Time{}, handedFloor: map[string]fence.Token{},
 		}
 		s.instances = append(s.instances, in)
 		s.tracef("%s starts (clock rate %.4f)", in.identity, in.rate)
@@ -466,6 +475,9 @@ func (s *sim) step(in *instance, input Input) {
 		if w := handedWitness(i.Lease); w != "" && holderOf(i.Lease) == in.identity {
 			i.WitnessSentAt = in.answered[w]
 			input = i
+			if _, ok := in.handedFloor[i.Lease.ResourceVersion]; !ok {
+				in.handedFloor[i.Lease.ResourceVersion] = in.seen
+			}
 		}
 	case SetCandidate:
 		in.told.withdrawn = !i.Candidate
@@ -475,6 +487,7 @@ func (s *sim) step(in *instance, input Input) {
 	case Stop:
 		in.told.stopping = true
 	}
+	in.seeInput(input)
 	out := in.m.Step(now, input)
 	s.steps++
 	if in.instant != s.now {
@@ -530,12 +543,30 @@ func (s *sim) step(in *instance, input Input) {
 	})
 }
 
+// seeInput notes the largest resourceVersion in is given to in's Machine:
+// the Machine's own floor for the tokens of its terms.
+func (in *instance) seeInput(input Input) {
+	switch i := input.(type) {
+	case Observed:
+		rv := i.ResourceVersion
+		if i.Lease != nil {
+			rv = i.Lease.ResourceVersion
+		}
+		in.seen = max(in.seen, tokenOf(rv))
+	case Result:
+		if i.Lease != nil {
+			in.seen = max(in.seen, tokenOf(i.Lease.ResourceVersion))
+		}
+	}
+}
+
 // send carries a request across the network: it may be lost, land late,
 // or lose its answer; the instance times out by its own clock.
 func (s *sim) send(in *instance, req Request) {
 	s.seq++
 	id := s.seq
 	in.reqSeq, in.reqSent = id, s.now
+	floor := in.seen
 	timeout := max(s.params.timing.RetryPeriod, time.Second)
 	s.at(in.real(s.base, in.local(s.base, s.now).Add(timeout)), func() {
 		if in.reqSeq == id {
@@ -547,7 +578,7 @@ func (s *sim) send(in *instance, req Request) {
 		return
 	}
 	s.at(s.now+s.latency(), func() {
-		answer := s.apply(in, req)
+		answer := s.apply(in, req, floor)
 		if p := s.probe; p != nil && p.loseAnswer && req.Purpose == Acquire && answer.Err == nil {
 			p.loseAnswer = false
 			s.tracef("probe: %s's acquire answer is lost", in.identity)
@@ -565,8 +596,9 @@ func (s *sim) send(in *instance, req Request) {
 	})
 }
 
-// apply performs req at the store, as the instance's write.
-func (s *sim) apply(in *instance, req Request) Result {
+// apply performs req at the store, as the instance's write, sent when
+// the largest resourceVersion its Machine had been given was floor.
+func (s *sim) apply(in *instance, req Request, floor fence.Token) Result {
 	var l *coordinationv1.Lease
 	var err error
 	switch req.Verb {
@@ -577,16 +609,18 @@ func (s *sim) apply(in *instance, req Request) Result {
 	case Update:
 		prev := holderOf(s.store.lease)
 		l, err = s.store.update(in.identity, req.Lease)
-		if err == nil && req.Purpose == ReleaseSend && prev != in.identity {
+		if err == nil && req.Purpose == ReleaseSend && prev != in.identity && !s.check.inUnsafe(s.now) {
 			s.check.fail("%s's release landed on a record held by %q", in.identity, prev)
 		}
 	}
 	if err == nil && req.Verb != Get {
+		s.store.versions[s.store.latest].floor = floor
 		s.tracef("%s's %s landed at %s: holder %q", in.identity, req.Purpose, l.ResourceVersion, holderOf(l))
 		if req.Purpose == ReleaseSend && holderOf(l) != "" {
 			s.handovers++
 			s.handedOver(holderOf(l))
 		}
+		s.landed()
 	}
 	return Result{Lease: l, Err: err}
 }

@@ -11,8 +11,8 @@ import (
 )
 
 var (
-	simSeeds  = flag.Int("sim.seeds", 7500, "number of seeded histories of the default fault mix TestSimulation plays")
-	simStress = flag.Int("sim.stress", 2500, "number of seeded histories of the stress fault mix TestSimulation plays")
+	simSeeds  = flag.Int("sim.seeds", 6000, "number of seeded histories of the default fault mix TestSimulation plays")
+	simStress = flag.Int("sim.stress", 4000, "number of seeded histories of the stress fault mix TestSimulation plays")
 	simFirst  = flag.Uint64("sim.first", 1, "first seed TestSimulation plays, in each mix")
 	simSeed   = flag.Uint64("sim.seed", 0, "play only this seed (of the mix -sim.mix), and print its whole history")
 	simMixArg = flag.String("sim.mix", "default", "the fault mix of -sim.seed: default or stress")
