@@ -134,7 +134,7 @@ func (c *checker) startsTerm(v version, identity string, cited bool) (adopted bo
 		return true, fmt.Errorf("a handover written by %s on a version it did not hold (held by %q)", v.writer, prev.holder)
 	case !acquiring(v.lease):
 		return true, fmt.Errorf("a handover by %s that starts no term", v.writer)
-	case cited && (!c.s.store.wroteOther(int64(tokenOf(w)), identity) || tokenOf(w) >= fence.Token(v.rev)):
+	case cited && !c.s.store.wroteOther(int64(tokenOf(w)), identity, v):
 		return true, fmt.Errorf("a handover by %s citing %s, not a write of %s's before it", v.writer, w, identity)
 	}
 	return true, nil
