@@ -38,7 +38,7 @@ func (m *Machine) observe(now time.Time, lease *coordinationv1.Lease, rv string,
 		switch {
 		case p != nil && p.rvAtSend != "" && rv != p.rvAtSend && !newer(rv, p.rvAtSend),
 			p != nil && lease != nil && rv == p.rvAtSend && lease.UID != p.uid:
-			m.logf(slog.LevelError, "the Lease's resourceVersion went backwards (etcd restored without --bump-revision?): "+
+			m.logf(slog.LevelError, "the Lease went back to a version older than one already seen (etcd restored from a snapshot?): "+
 				"following the Lease again, but no term starts with a token at or below one already seen",
 				"resourceVersion", rv, "seen", m.latestRV)
 			m.latestRV = rv

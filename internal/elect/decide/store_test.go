@@ -27,19 +27,21 @@ type store struct {
 	namespaceMissing bool
 
 	rev      int64
-	peak     int64                 // the largest revision before a restore that took the revision back, 0 if none did
-	lease    *coordinationv1.Lease // nil when missing
-	versions []version             // every version of the Lease committed, in commit order
-	byRev    map[int64][]int       // resourceVersion → indexes in versions: more than one only after a restore that reused revisions
-	latest   int                   // index of the Lease's latest version (its deletion included), -1 before the first
-	others   map[int64][]string    // revision of a write to another object → its writers
-	created  int                   // Leases created, for their UIDs
+	peak     int64                  // the largest revision before a restore that took the revision back, 0 if none did
+	lease    *coordinationv1.Lease  // nil when missing
+	versions []version              // every version of the Lease committed, in commit order
+	byRev    map[int64][]int        // resourceVersion → indexes in versions: more than one only after a restore that reused revisions
+	latest   int                    // index of the Lease's latest version (its deletion included), -1 before the first
+	others   map[int64][]otherWrite // revision of a write to another object → those writes
+	writes   int                    // writes committed, of the Lease and of other objects: their order
+	created  int                    // Leases created, for their UIDs
 	watchers []func(watchEvent)
 }
 
 // version is one committed state of the Lease.
 type version struct {
 	index  int // in store.versions
+	order  int // among all the writes committed (store.writes)
 	rev    int64
 	writer string // identity of the instance that wrote it, "admin" for hand edits
 	holder string
@@ -59,7 +61,7 @@ type watchEvent struct {
 var leasesResource = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 
 func newStore(namespace, name string) *store {
-	return &store{namespace: namespace, name: name, rev: 100, byRev: map[int64][]int{}, latest: -1, others: map[int64][]string{}}
+	return &store{namespace: namespace, name: name, rev: 100, byRev: map[int64][]int{}, latest: -1, others: map[int64][]otherWrite{}}
 }
 
 func (s *store) get() (*coordinationv1.Lease, error) {
@@ -139,13 +141,23 @@ func (s *store) bump(n int64) { s.rev += n }
 // of a handover): it takes the next revision, and returns it.
 func (s *store) otherWrite(writer string) string {
 	s.rev++
-	s.others[s.rev] = append(s.others[s.rev], writer)
+	s.writes++
+	s.others[s.rev] = append(s.others[s.rev], otherWrite{writer: writer, order: s.writes})
 	return strconv.FormatInt(s.rev, 10)
 }
 
-// wroteOther reports whether writer wrote another object at revision rev.
-func (s *store) wroteOther(rev int64, writer string) bool {
-	return slices.Contains(s.others[rev], writer)
+// otherWrite is a write to another object: its writer, and its place
+// among all the writes committed.
+type otherWrite struct {
+	writer string
+	order  int
+}
+
+// wroteOther reports whether writer wrote another object at revision rev
+// before v was committed (in commit order: after a restore that reused
+// revisions, not always in the order of their revisions).
+func (s *store) wroteOther(rev int64, writer string, v version) bool {
+	return slices.ContainsFunc(s.others[rev], func(w otherWrite) bool { return w.writer == writer && w.order < v.order })
 }
 
 // versionsAt lists the versions of the Lease committed at revision rev:
@@ -214,7 +226,8 @@ func (s *store) commit(writer string, l *coordinationv1.Lease) *coordinationv1.L
 
 // add records v as the Lease's latest version.
 func (s *store) add(v version) {
-	v.prev, v.index = s.latest, len(s.versions)
+	s.writes++
+	v.prev, v.index, v.order = s.latest, len(s.versions), s.writes
 	s.versions = append(s.versions, v)
 	s.latest = len(s.versions) - 1
 	s.byRev[v.rev] = append(s.byRev[v.rev], s.latest)
