@@ -76,40 +76,11 @@ func (s *sim) stressFault() {
 }
 
 // handOver has the instance that reports leading hand the Lease over in
-// one write to another live instance, citing that one's latest member
-// Lease write that has committed (now and then an older one), by a
-// release, a withdrawal or a stop. Half the time the heir is taken out of
-// the election first, briefly (takeOut); see also handedOver.
+// one write to another live instance (handOverTo); half the time the heir
+// is taken out of the election first, briefly (takeOut); see also
+// handedOver.
 func (s *sim) handOver(live []*instance) {
-	var leader *instance
-	for _, in := range live {
-		if in.report.Leading {
-			leader = in
-		}
-	}
-	if leader == nil {
-		return
-	}
-	heir := live[s.rng.IntN(len(live))]
-	if heir == leader || len(heir.members) == 0 {
-		return
-	}
-	witness := heir.members[len(heir.members)-1]
-	if s.rng.IntN(4) == 0 {
-		witness = heir.members[s.rng.IntN(len(heir.members))]
-	}
-	s.tracef("handover: %s hands over to %s, witness %s", leader.identity, heir.identity, witness)
-	if s.rng.IntN(2) == 0 {
-		s.takeOut(heir)
-	}
-	switch s.rng.IntN(3) {
-	case 0:
-		s.release(leader, heir.identity, witness)
-	case 1:
-		s.withdraw(leader, heir.identity, witness)
-	case 2:
-		s.stop(leader, heir.identity, witness)
-	}
+	s.handOverTo(live, "handover", s.takeOut)
 }
 
 // takeOut takes in out of the election for up to about a retryPeriod, so

@@ -821,13 +821,23 @@ func (s *sim) withdrawFor(in *instance, to, witness string, refuse bool, upTo ti
 	})
 }
 
-// rebalance moves the Lease as a lease group's planner does: the instance
-// that reports leading hands it over to another live one, citing that
-// one's latest member Lease write that has committed (now and then an
-// older one), by a release, a withdrawal or a stop. With
-// AcceptHandovers, half the time the heir is withdrawn first (the Lease
-// is outside its member's share until it holds it).
+// rebalance moves the Lease as a lease group's planner does (handOverTo).
+// With AcceptHandovers, half the time the heir is withdrawn first (the
+// Lease is outside its member's share until it holds it).
 func (s *sim) rebalance(live []*instance) {
+	var withdraw func(*instance)
+	if s.params.timing.AcceptHandovers {
+		withdraw = func(heir *instance) { s.withdraw(heir, "", "") }
+	}
+	s.handOverTo(live, "rebalance", withdraw)
+}
+
+// handOverTo has the instance that reports leading hand the Lease over to
+// another live one, citing that one's latest member Lease write that has
+// committed (now and then an older one), by a release, a withdrawal or a
+// stop; half the time, when out is not nil, out takes the heir out of the
+// election first.
+func (s *sim) handOverTo(live []*instance, why string, out func(heir *instance)) {
 	var leader *instance
 	for _, in := range live {
 		if in.report.Leading {
@@ -845,9 +855,9 @@ func (s *sim) rebalance(live []*instance) {
 	if s.rng.IntN(4) == 0 {
 		witness = heir.members[s.rng.IntN(len(heir.members))]
 	}
-	s.tracef("rebalance: %s hands over to %s, witness %s", leader.identity, heir.identity, witness)
-	if s.params.timing.AcceptHandovers && s.rng.IntN(2) == 0 {
-		s.withdraw(heir, "", "")
+	s.tracef("%s: %s hands over to %s, witness %s", why, leader.identity, heir.identity, witness)
+	if out != nil && s.rng.IntN(2) == 0 {
+		out(heir)
 	}
 	switch s.rng.IntN(3) {
 	case 0:
