@@ -16,6 +16,7 @@ import (
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/proxy"
+	"github.com/leasehold/leasehold/internal/testing/upgrade"
 )
 
 // followTerms, on a fake clock and snapshots published by hand: an
@@ -39,14 +40,7 @@ func TestFollowTermsClosesWhenTheTermEnds(t *testing.T) {
 			return
 		}
 		defer conn.Close()
-		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
-		for brw.Flush() == nil {
-			line, err := brw.ReadString('\n')
-			if err != nil {
-				return
-			}
-			_, _ = brw.WriteString(r.Header.Get(proxy.HeaderFencingToken) + ": " + line)
-		}
+		upgrade.Echo(brw, "echo", r.Header.Get(proxy.HeaderFencingToken)+": ")
 	}))
 	defer app.Close()
 	p, err := proxy.New(proxy.Config{

@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/leasehold/leasehold/internal/rule"
+	"github.com/leasehold/leasehold/internal/testing/upgrade"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
@@ -517,19 +518,7 @@ func TestUpgradeThroughTwoProxies(t *testing.T) {
 		serverConn = conn
 		mu.Unlock()
 		defer hijacked.Done()
-		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		_ = brw.Flush()
-		// Echo lines until the client closes.
-		for {
-			line, err := brw.ReadString('\n')
-			if err != nil {
-				return
-			}
-			_, _ = brw.WriteString("echo: " + line)
-			if brw.Flush() != nil {
-				return
-			}
-		}
+		upgrade.Echo(brw, "websocket", "echo: ") // until the client closes
 	})
 	leader := newInstance(t, Config{Upstream: app.addr(), View: leading(77, 4)})
 	follower := newInstance(t, Config{Upstream: "127.0.0.1:1", View: following(leader.addr())})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/testing/upgrade"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
@@ -89,18 +90,7 @@ func (a *longLivedApp) serveUpgrade(w http.ResponseWriter) {
 	a.handlers.Add(1)
 	a.mu.Unlock()
 	defer a.handlers.Done()
-	_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-	_ = brw.Flush()
-	for {
-		line, err := brw.ReadString('\n')
-		if err != nil {
-			return
-		}
-		_, _ = brw.WriteString("echo: " + line)
-		if brw.Flush() != nil {
-			return
-		}
-	}
+	upgrade.Echo(brw, "websocket", "echo: ")
 }
 
 // close ends what the proxy left open and waits for the upgrade handlers.

@@ -14,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/proxy"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/upgrade"
 )
 
 // standIn is the app beside one sidecar: it records every request it
@@ -52,14 +53,7 @@ func echo(w http.ResponseWriter, prefix string) {
 		return
 	}
 	defer conn.Close()
-	_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
-	for brw.Flush() == nil {
-		line, err := brw.ReadString('\n')
-		if err != nil {
-			return
-		}
-		_, _ = brw.WriteString(prefix + line)
-	}
+	upgrade.Echo(brw, "echo", prefix)
 }
 
 func (a *standIn) served() map[fence.Token]int {
