@@ -252,11 +252,12 @@ func TestLeaderServiceRoutesToTheLeader(t *testing.T) {
 				changed = e.at
 			}
 		}
-		// Requests for 4s after the release; the last one answered by
-		// the old leader after the change ends the window.
+		// Requests for at least 4s after the release, and until the new
+		// leader has answered one (within a generous 30s); the last one
+		// answered by the old leader after the change ends the window.
 		var lastOld, firstNew time.Time
-		end := time.Now().Add(4 * time.Second)
-		for time.Now().Before(end) {
+		end, giveUp := time.Now().Add(4*time.Second), time.Now().Add(30*time.Second)
+		for now := time.Now(); now.Before(end) || (firstNew.IsZero() && now.Before(giveUp)); now = time.Now() {
 			sent := time.Now()
 			who, err := ask()
 			total++
@@ -288,13 +289,13 @@ func TestLeaderServiceRoutesToTheLeader(t *testing.T) {
 		}
 		windows = append(windows, w)
 		if firstNew.IsZero() {
-			t.Errorf("handover %d: no request reached the new leader within 4s", i+1)
+			t.Errorf("handover %d: no request reached the new leader within 30s", i+1)
 		} else {
 			gaps = append(gaps, firstNew.Sub(changed))
 		}
 		t.Logf("handover %d: from %s; requests reached it up to %s after the Lease changed; the new leader answered from %s after it",
 			i+1, old, ms(w), ms(firstNew.Sub(changed)))
-		time.Sleep(5 * time.Second) // the stay-out ends; the next release hands back
+		time.Sleep(time.Until(tRelease.Add(5 * time.Second))) // the old leader's stay-out (--for 5s) ends: the next release can hand back
 	}
 	if ok := total - failed; ok == 0 {
 		t.Fatal("no request answered")
