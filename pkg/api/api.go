@@ -22,6 +22,26 @@ import (
 // an answer describes (Status.Index; for GET /v1/leases, Leases.Index).
 const IndexHeader = "X-Leasehold-Index"
 
+// The headers the forwarding proxy (LEASEHOLD_PROXY_ADDR) sets on each
+// request it delivers to the app, for the app to stamp its writes with.
+const (
+	// FencingTokenHeader carries the token of the term the instance validly
+	// led when it forwarded the request, in decimal (FencingToken.String).
+	FencingTokenHeader = "X-Leasehold-Fencing-Token"
+	// TermHeader carries, beside FencingTokenHeader, that term's number (the
+	// Lease's leaseTransitions): for people, not a token.
+	TermHeader = "X-Leasehold-Term"
+)
+
+// FencingTokenAnnotation is the Lease annotation on which the holder
+// publishes its term's token (in decimal), so that every instance, kubectl
+// and monitoring can read it from the Lease. The write that acquires a term
+// removes it; the holder's next write publishes it. It is only a claim of
+// whoever last wrote the Lease: the token of a term is the resourceVersion
+// of the write that acquired it, which is smaller than the Lease's current
+// resourceVersion once the annotation is published.
+const FencingTokenAnnotation = "leasehold.io/fencing-token"
+
 // FencingToken is a fencing token: the token of a term is larger than that
 // of every earlier term of the same Lease, whoever held them, so storage that
 // refuses a write whose token is smaller than the largest it has seen refuses
