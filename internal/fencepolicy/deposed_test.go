@@ -234,4 +234,3 @@ func countRefused(writes []staleWrite, name string) int {
 	}
 	return n
 }
-

@@ -41,8 +41,8 @@ func TestMissingLeaseRefusesEveryWrite(t *testing.T) {
 			t.Errorf("refusal %q does not contain %q", refusal, want)
 		}
 	}
-	if !apierrors.IsForbidden(refusal) {
-		t.Errorf("refusal %v is not a 403", refusal)
+	if !apierrors.IsInvalid(refusal) { // the apiserver's code for a binding it cannot evaluate
+		t.Errorf("refusal %v is not a 422", refusal)
 	}
 	for _, token := range []string{"1", "999999999999999999", ""} {
 		_, err := f.configMaps().Create(f.ctx, f.configMap("stamped", token), metav1.CreateOptions{})
@@ -89,5 +89,6 @@ func TestYAMLPassesServerDryRun(t *testing.T) {
 // admissionResource is the resource of the admissionregistration.k8s.io/v1
 // kind.
 func admissionResource(kind string) schema.GroupVersionResource {
-	return admissionregistrationv1.SchemeGroupVersion.WithResource(strings.ToLower(kind) + "s")
+	plural := map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies", "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[kind]
+	return admissionregistrationv1.SchemeGroupVersion.WithResource(plural)
 }

@@ -164,15 +164,15 @@ var rules = []rule{
 			` with the writer\'s fencing token, a positive decimal integer; got ' + (variables.written == '' ? 'none' : '"' + variables.written + '"')`,
 	},
 	{
-		name:       "rule 2",
-		expression: `request.operation != 'UPDATE' || !variables.wellFormed || variables.token >= variables.stored`,
-		message:    "leasehold fencing rule 2: the write's fencing token is lower than the stored object's: a newer leader wrote it; this writer is no longer the leader",
+		name:              "rule 2",
+		expression:        `request.operation != 'UPDATE' || !variables.wellFormed || variables.token >= variables.stored`,
+		message:           "leasehold fencing rule 2: the write's fencing token is lower than the stored object's: a newer leader wrote it; this writer is no longer the leader",
 		messageExpression: `'leasehold fencing rule 2 (Lease ' + variables.lease + '): token ' + string(variables.token) + ' is lower than token ' + string(variables.stored) + ' on the stored object: a newer leader wrote it; this writer is no longer the leader'`,
 	},
 	{
-		name:       "rule 3",
-		expression: `request.operation == 'DELETE' || !variables.wellFormed || variables.token >= variables.current`,
-		message:    "leasehold fencing rule 3: the write's fencing token is lower than the current term's on the Lease; this writer is no longer the leader",
+		name:              "rule 3",
+		expression:        `request.operation == 'DELETE' || !variables.wellFormed || variables.token >= variables.current`,
+		message:           "leasehold fencing rule 3: the write's fencing token is lower than the current term's on the Lease; this writer is no longer the leader",
 		messageExpression: `'leasehold fencing rule 3 (Lease ' + variables.lease + '): token ' + string(variables.token) + ' is lower than the current term\'s token ' + string(variables.current) + ' on the Lease; this writer is no longer the leader'`,
 	},
 	{
