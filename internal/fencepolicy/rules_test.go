@@ -1,7 +1,10 @@
 package fencepolicy
 
 import (
+	"time"
+
 	"fmt"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,4 +124,20 @@ func (f *fixture) mark(cm *corev1.ConfigMap, token string) *corev1.ConfigMap {
 		f.t.Fatalf("mark %s deletable: %v", cm.Name, err)
 	}
 	return written
+}
+
+// In a namespace being deleted, deletes are not fenced, so that namespace
+// deletion finishes (kubetest runs no namespace controller: the namespace
+// stays Terminating, and the test deletes in its place).
+func TestDeletesInADeletedNamespaceAreNotFenced(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	cm := f.create("unmarked", "100")
+	err := f.configMaps().Delete(f.ctx, cm.Name, metav1.DeleteOptions{})
+	wantRefused(t, "delete of an unmarked object while the namespace lives", err, "delete rule")
+	if err := f.cs.CoreV1().Namespaces().Delete(f.ctx, f.namespace, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, generous, 20*time.Millisecond, "the unmarked object deleted in the Terminating namespace", func() bool {
+		return f.configMaps().Delete(f.ctx, cm.Name, metav1.DeleteOptions{}) == nil
+	})
 }
