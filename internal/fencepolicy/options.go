@@ -46,10 +46,10 @@ func (o Options) Name() string { return namePrefix + o.Namespace + "." + o.Lease
 // twice.
 func (o Options) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(o.Lease); o.Lease == "" || len(errs) > 0 {
-		return fmt.Errorf("Lease name %q is not a DNS subdomain: %s", o.Lease, strings.Join(errs, "; "))
+		return fmt.Errorf("the Lease name %q is not a DNS subdomain: %s", o.Lease, strings.Join(errs, "; "))
 	}
 	if errs := validation.IsValidLabelValue(o.Lease); len(errs) > 0 {
-		return fmt.Errorf("Lease name %q cannot be the value of the label %s: %s", o.Lease, FencedByLabel, strings.Join(errs, "; "))
+		return fmt.Errorf("the Lease name %q cannot be the value of the label %s: %s", o.Lease, FencedByLabel, strings.Join(errs, "; "))
 	}
 	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
 		return fmt.Errorf("namespace %q is not a DNS label: %s", o.Namespace, strings.Join(errs, "; "))
