@@ -76,7 +76,7 @@ REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups bench-handover image e2e-soak check-no-leftovers
+.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups bench-handover bench-fencing image e2e-soak check-no-leftovers
 .PHONY: node-bins cni-bin syft-bin image-sboms node node-down node-demo node-e2e FORCE
 .PHONY: promtool-bin redocly-bin redocly-lint
 
@@ -268,6 +268,11 @@ bench-groups: kube-bins
 ## fencing during handovers under load; about 3 minutes); replaces only that section of docs/benchmarks.md.
 bench-handover: kube-bins
 	cd bench && go run . -only handover -out ../docs/benchmarks.md $(BENCH_FLAGS)
+
+## bench-fencing: the fencing policy's cost on the apiserver: p50/p99 of ConfigMap updates with the policy and without,
+## interleaved, one run (about a minute); prints a Markdown table for docs/benchmarks.md.
+bench-fencing: kube-bins
+	go run ./bench/fencing
 
 ## help: list the targets and what they do (the default target; from the Makefile's `## target:` comments).
 help:

@@ -57,6 +57,7 @@ func commands() []*command {
 		releaseCommand(),
 		runSubcommand(),
 		installSubcommand(),
+		fencingPolicyCommand(),
 		versionCommand(),
 		helpCommand(),
 	}
@@ -120,7 +121,7 @@ usage: leasehold [COMMAND] [ARG...]
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 With no command, leasehold runs the sidecar (the same as 'leasehold sidecar'),

@@ -58,6 +58,7 @@ It takes no flags: it is configured by environment variables (README.md,
   LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD  default 3
   LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD  default 1
   LEASEHOLD_POD_LABEL                     the leader label's key (default off)
+  LEASEHOLD_FENCING_FLOOR                 publish the new term's token floor on the Lease (default false)
   LEASEHOLD_ADVERTISE_ADDRESS             host:port where other replicas reach this one (default off)
   LEASEHOLD_PROXY_ADDR                    the forwarding proxy's listen address (default off)
   LEASEHOLD_PROXY_UPSTREAM                the local app the proxy forwards to while leading

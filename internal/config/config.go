@@ -136,6 +136,13 @@ type Config struct {
 	// leader's as leaderAddress.
 	AdvertiseAddress string
 
+	// FencingFloor publishes, on every write that starts a term, a floor
+	// for the new term's token on the Lease (LEASEHOLD_FENCING_FLOOR,
+	// default false; parsed by strconv.ParseBool): what the fencing
+	// policy (leasehold fencing-policy) compares a fenced write's token
+	// with until the term's first renewal publishes the token itself.
+	FencingFloor bool
+
 	// ProxyAddr is where the forwarding proxy listens (LEASEHOLD_PROXY_ADDR,
 	// host:port; off when empty), and ProxyUpstream the local app it
 	// forwards to while this instance leads (LEASEHOLD_PROXY_UPSTREAM,
@@ -176,6 +183,7 @@ type spec struct {
 	PodLabel                  string        `split_words:"true"`
 	Pprof                     bool
 	AdvertiseAddress          string `split_words:"true"`
+	FencingFloor              bool   `split_words:"true"`
 	Handover                  string // "" when unset: see handover
 	Priority                  *int64 // nil when unset
 	ProxyAddr                 string `split_words:"true"`
@@ -413,6 +421,7 @@ func (l Loader) Load() (Config, error) {
 		ReleaseOnShutdown: s.ReleaseOnShutdown,
 		Pprof:             s.Pprof,
 		AdvertiseAddress:  s.AdvertiseAddress,
+		FencingFloor:      s.FencingFloor,
 		ProxyAddr:         s.ProxyAddr,
 		ProxyUpstream:     s.ProxyUpstream,
 	}

@@ -121,6 +121,7 @@ func TestAllVariablesHonored(t *testing.T) {
 		"LEASEHOLD_PPROF":               "true",
 		"LEASEHOLD_CANDIDATE":           "false",
 		"LEASEHOLD_ADVERTISE_ADDRESS":   "10.0.0.7:4042",
+		"LEASEHOLD_FENCING_FLOOR":       "true",
 
 		"LEASEHOLD_MAX_BLOCKING_REQUESTS": "2000",
 	})
@@ -143,11 +144,15 @@ func TestAllVariablesHonored(t *testing.T) {
 		Pprof:             true,
 		Election:          Election{Leases: []string{"other.lease"}, Balance: true, Candidate: false},
 		AdvertiseAddress:  "10.0.0.7:4042",
+		FencingFloor:      true,
 
 		MaxBlockingRequests: 2000,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+	if !c.ElectionConfig().FencingFloor {
+		t.Error("LEASEHOLD_FENCING_FLOOR=true did not reach the election's configuration")
 	}
 }
 

@@ -158,6 +158,7 @@ func (c Config) ElectionConfig() decide.Config {
 		RetryPeriod:      c.RetryPeriod,
 		ReleaseOnStop:    c.ReleaseOnShutdown,
 		AdvertiseAddress: c.AdvertiseAddress,
+		FencingFloor:     c.FencingFloor,
 		// No term before the app was seen healthy; an observer never
 		// campaigns.
 		StartWithdrawn: c.AppHealth.Enabled() || !c.Candidate,
