@@ -272,7 +272,7 @@ bench-handover: kube-bins
 ## bench-fencing: the fencing policy's cost on the apiserver: p50/p99 of ConfigMap updates with the policy and without,
 ## interleaved, one run (about a minute); prints a Markdown table for docs/benchmarks.md.
 bench-fencing: kube-bins
-	go run ./bench/fencing
+	cd bench && go run ./fencing
 
 ## help: list the targets and what they do (the default target; from the Makefile's `## target:` comments).
 help:

@@ -82,7 +82,7 @@ func run(updates int) (err error) {
 	}
 	w50, w99 := quantile(with, 0.50), quantile(with, 0.99)
 	o50, o99 := quantile(without, 0.50), quantile(without, 0.99)
-	fmt.Printf("ConfigMap updates, %d each, interleaved one for one, on one kube-apiserver (go run ./bench/fencing -updates %d):\n\n", updates, updates)
+	fmt.Printf("ConfigMap updates, %d each, interleaved one for one, on one kube-apiserver (cd bench && go run ./fencing -updates %d):\n\n", updates, updates)
 	fmt.Println("| | p50 | p99 |")
 	fmt.Println("|---|---|---|")
 	fmt.Printf("| with the fencing policy | %v | %v |\n", w50.Round(time.Microsecond), w99.Round(time.Microsecond))
