@@ -49,6 +49,11 @@ type Config struct {
 	// (LeaderAddressAnnotation), and taken off by the release, so that every
 	// instance can report the current holder's address.
 	AdvertiseAddress string
+	// PublishGeneration writes the generation SetGeneration last gave (the
+	// app's rank, for data-aware failover) on every acquire and renewal
+	// (GenerationAnnotation), so that the candidates know the last
+	// leader's when it is gone. Off, the annotation is left as it is.
+	PublishGeneration bool
 }
 
 // Validate checks c's rules and returns the first broken one as a
