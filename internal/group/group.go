@@ -17,6 +17,9 @@ import (
 	"github.com/leasehold/leasehold/internal/group/member"
 )
 
+// Rank is an app's rank for data-aware failover (member.Rank).
+type Rank = member.Rank
+
 // MemberLabel marks a member Lease with the name of its group.
 const MemberLabel = member.Label
 
