@@ -116,11 +116,11 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 		} else {
 			row("rank", fmt.Sprintf("unknown: ranks last (probed %s)", when(r.ObservedAt, now)))
 		}
-		row("lease generation", fmt.Sprintf("%q", r.LeaseGeneration))
+		row("lease gen", fmt.Sprintf("%q", r.LeaseGeneration))
 		if r.BestCandidate != nil {
-			row("best candidate", *r.BestCandidate)
+			row("best member", *r.BestCandidate)
 		} else {
-			row("best candidate", "unknown (membership not listed yet)")
+			row("best member", "unknown (membership not listed yet)")
 		}
 	}
 	row("index", strconv.FormatUint(st.Index, 10))
