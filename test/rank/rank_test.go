@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/group/member"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
@@ -73,6 +74,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, ranked bool) *fixture {
+	kubetest.Require(t, cluster)
 	ns, err := cluster.CreateNamespace(t.Context(), "rank")
 	if err != nil {
 		t.Fatal(err)
