@@ -53,6 +53,7 @@ It takes no flags: it is configured by environment variables (README.md,
   LEASEHOLD_LOG_LEVEL                     default info (debug, info, warn, error)
   LEASEHOLD_LOG_FORMAT                    default json (json, text)
   LEASEHOLD_APP_HEALTH_URL                health-gated candidacy (default off)
+  LEASEHOLD_APP_RANK_URL                  data-aware failover: the app's {"generation","position"}, one Lease (default off)
   LEASEHOLD_APP_HEALTH_TIMEOUT            default 1s
   LEASEHOLD_APP_HEALTH_INTERVAL           default 2s
   LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD  default 3

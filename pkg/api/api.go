@@ -102,6 +102,9 @@ type Status struct {
 	// AppHealth is the app's health as last probed; nil unless health-gated
 	// candidacy is on (LEASEHOLD_APP_HEALTH_URL).
 	AppHealth *AppHealth `json:"appHealth,omitempty"`
+	// Rank is data-aware failover's view; nil unless it is on
+	// (LEASEHOLD_APP_RANK_URL).
+	Rank *Rank `json:"rank,omitempty"`
 	// LastError is why the election's last request on the Lease failed (a
 	// missing namespace, a 403, a timeout); nil (JSON null) once it no
 	// longer holds. LastErrorAt is when; absent when LastError is nil.
@@ -131,6 +134,29 @@ type AppHealth struct {
 	LastSuccessAt string `json:"lastSuccessAt,omitempty"`
 	// LastError is why the latest probe failed; absent after a success.
 	LastError string `json:"lastError,omitempty"`
+}
+
+// Rank is data-aware failover's view of the Lease (LEASEHOLD_APP_RANK_URL):
+// this instance's app's rank as last probed, the generation the Lease's
+// last leader published, and the member that is the best candidate now.
+type Rank struct {
+	// Known is false before the app's first valid answer and after a
+	// failed probe: this instance then ranks last.
+	Known bool `json:"known"`
+	// Generation and Position are the app's answer ("" and 0 when not
+	// Known).
+	Generation string `json:"generation"`
+	Position   int64  `json:"position"`
+	// ObservedAt is when the latest probe completed; absent before the
+	// first.
+	ObservedAt string `json:"observedAt,omitempty"`
+	// LeaseGeneration is the generation last published on the Lease by its
+	// holder, "" when none: candidates of that generation go first.
+	LeaseGeneration string `json:"leaseGeneration"`
+	// BestCandidate is the identity of the best-ranked live member (this
+	// instance included), the one a failover now promotes; nil (JSON null)
+	// until the membership is known, or when there is no member.
+	BestCandidate *string `json:"bestCandidate"`
 }
 
 // Leases is the body of GET /v1/leases: every Lease's status, in configured

@@ -57,6 +57,11 @@ type Config struct {
 	// writes from the acquiring write on instead of from the first renewal.
 	// Without it, a term-starting write takes any floor off.
 	FencingFloor bool
+	// PublishGeneration writes the generation SetGeneration last gave (the
+	// app's rank, for data-aware failover) on every acquire and renewal
+	// (GenerationAnnotation), so that the candidates know the last
+	// leader's when it is gone. Off, the annotation is left as it is.
+	PublishGeneration bool
 }
 
 // Validate checks c's rules and returns the first broken one as a

@@ -76,6 +76,7 @@ func (m *Machine) acquisition(now time.Time) *coordinationv1.Lease {
 	desired.Spec.LeaseTransitions = &transitions
 	m.advertise(desired)
 	m.publishFloor(desired, m.lease.ResourceVersion)
+	m.publishGeneration(desired)
 	return desired
 }
 
@@ -98,7 +99,20 @@ func (m *Machine) renewal(now time.Time) *coordinationv1.Lease {
 	delete(desired.Annotations, ReleasedForAnnotation)
 	delete(desired.Annotations, HandedOverAnnotation)
 	m.advertise(desired)
+	m.publishGeneration(desired)
 	return desired
+}
+
+// publishGeneration writes this instance's generation on a record it is
+// about to hold (Config.PublishGeneration), when it knows one.
+func (m *Machine) publishGeneration(desired *coordinationv1.Lease) {
+	if !m.cfg.PublishGeneration || m.generation == "" {
+		return
+	}
+	if desired.Annotations == nil {
+		desired.Annotations = map[string]string{}
+	}
+	desired.Annotations[GenerationAnnotation] = m.generation
 }
 
 // advertise writes this instance's address on a record it is about to
