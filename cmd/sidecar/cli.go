@@ -57,6 +57,7 @@ func commands() []*command {
 		releaseCommand(),
 		runSubcommand(),
 		installSubcommand(),
+		fencingPolicyCommand(),
 		versionCommand(),
 		completionCommand(),
 		helpCommand(),
@@ -122,7 +123,7 @@ usage: leasehold [COMMAND] [ARG...]
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 With no command, leasehold runs the sidecar (the same as 'leasehold sidecar'),

@@ -193,7 +193,7 @@ fi
 `)
 }
 
-// zshQuote quotes s for zsh in single quotes (a ' inside becomes '\'').
+// zshQuote quotes s for zsh in single quotes (a ' inside becomes '\”).
 func zshQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "'\\''") + "'"
 }
