@@ -22,7 +22,7 @@ func complete(t *testing.T, script string, words ...string) []string {
 		quoted[i] = "'" + w + "'"
 	}
 	cmd := exec.CommandContext(t.Context(), "bash", "--norc", "--noprofile", "-c",
-		`source "$1" && COMP_WORDS=(`+strings.Join(quoted, " ")+`) && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && _leasehold && printf '%s\n' "${COMPREPLY[@]}"`,
+		`source "$1" && COMP_WORDS=(`+strings.Join(quoted, " ")+`) && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && { _leasehold; printf '%s\n' "${COMPREPLY[@]}"; }`,
 		"bash", path)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -87,8 +87,8 @@ func TestZshCompletion(t *testing.T) {
 			t.Errorf("the script does not complete %s's flags %v", c.name, c.flags)
 		}
 	}
-	if !strings.Contains(r.stdout, "        release) compadd -- --addr -o --lease --for --to ;;\n") {
-		t.Errorf("release's flags, in its help's order, are not completed:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "        release) compadd -- --addr --for --lease -o --to ;;\n") {
+		t.Errorf("release's flags are not completed:\n%s", r.stdout)
 	}
 	zsh, err := exec.LookPath("zsh")
 	if err != nil {
