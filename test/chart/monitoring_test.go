@@ -159,7 +159,10 @@ func downloadModule(module, version, sum string) (string, error) {
 
 // monitoringValues is the ci values file that turns every monitoring
 // object on.
-const monitoringValues = "monitoring-values.yaml"
+const (
+	monitoringValues = "monitoring-values.yaml"
+	podMonitorValues = "podmonitor-values.yaml"
+)
 
 // Off by default, each monitoring object is rendered exactly when its
 // switch is on, with the settings it is given: the ServiceMonitor with the
@@ -194,7 +197,8 @@ func TestMonitoringRendering(t *testing.T) {
 		"prometheusRule":           {[]string{"--set", "prometheusRule.enabled=true"}, []string{"PrometheusRule"}},
 		"grafanaDashboard":         {[]string{"--set", "grafanaDashboard.enabled=true"}, []string{"ConfigMap"}},
 		"podMonitor, own selector": {[]string{"--set", "metrics.podMonitor.enabled=true", "--set", "metrics.podSelector.app=orders"}, []string{"PodMonitor"}},
-		"everything":               {[]string{"-f", filepath.Join(chartDir, "ci", monitoringValues)}, []string{"ConfigMap", "PodMonitor", "PrometheusRule", "Service", "ServiceMonitor"}},
+		"everything":               {[]string{"-f", filepath.Join(chartDir, "ci", monitoringValues)}, []string{"ConfigMap", "PrometheusRule", "Service", "ServiceMonitor"}},
+		"the PodMonitor values":    {[]string{"-f", filepath.Join(chartDir, "ci", podMonitorValues)}, []string{"PodMonitor"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -235,7 +239,7 @@ func TestMonitoringRendering(t *testing.T) {
 		t.Errorf("ServiceMonitor labels %v: want serviceMonitor.labels", sm.GetLabels())
 	}
 	wantEndpoint(t, "ServiceMonitor", sm, "endpoints", "30s")
-	pm := one(t, objs, "PodMonitor")
+	pm := one(t, render(t, "ci", "ci-ns", chartDir, "-f", filepath.Join(chartDir, "ci", podMonitorValues)), "PodMonitor")
 	if got := nestedStrings(t, pm, "spec", "selector", "matchLabels"); !maps.Equal(got, demoPods) {
 		t.Errorf("PodMonitor selects %v, want the demo's Pods %v", got, demoPods)
 	}
@@ -672,6 +676,7 @@ func TestMonitoringCRDsRejectWhatTheChartMustNotRender(t *testing.T) {
 	a := newApplier(t)
 	ns := newNamespace(t, "crd-teeth")
 	objs := render(t, "ci", ns, chartDir, "-f", filepath.Join(chartDir, "ci", monitoringValues))
+	objs = append(objs, one(t, render(t, "ci", ns, chartDir, "-f", filepath.Join(chartDir, "ci", podMonitorValues)), "PodMonitor"))
 	for _, kind := range []string{"ServiceMonitor", "PodMonitor", "PrometheusRule"} {
 		if err := a.dryRun(t.Context(), ns, one(t, objs, kind)); err != nil {
 			t.Fatalf("control: %s: %v", kind, err)

@@ -160,7 +160,11 @@ var ciExpectations = map[string]expectation{
 		},
 	},
 	"monitoring-values.yaml": {
-		kinds:  []string{"ConfigMap", "Deployment", "Pod", "PodMonitor", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
+		kinds:  []string{"ConfigMap", "Deployment", "Pod", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
+		native: true, fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
+	},
+	"podmonitor-values.yaml": {
+		kinds:  []string{"Deployment", "Pod", "PodMonitor", "Role", "RoleBinding", "ServiceAccount"},
 		native: true, fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
 	},
 	"shards-values.yaml": {
