@@ -54,7 +54,7 @@ STATICCHECK_BIN     := $(CURDIR)/.cache/staticcheck/$(STATICCHECK_VERSION)/stati
 # gets the project's URL as origin, in GoReleaser's environment only.
 GORELEASER_ENV  = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/leasehold/leasehold.git)
 # Every Go module of the repository: the product's and each tools module.
-GO_MODULES := . $(patsubst %/go.mod,%,$(wildcard hack/*/go.mod))
+GO_MODULES := . bench $(patsubst %/go.mod,%,$(wildcard hack/*/go.mod))
 
 .DEFAULT_GOAL := help
 .PHONY: help build lint staticcheck-bin goreleaser-bin release-check release-snapshot chart
@@ -76,7 +76,7 @@ REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups bench-handover image e2e-soak check-no-leftovers
+.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups bench-handover bench-fencing image e2e-soak check-no-leftovers
 .PHONY: node-bins cni-bin syft-bin image-sboms node node-down node-demo node-e2e FORCE
 .PHONY: promtool-bin redocly-bin redocly-lint
 
@@ -88,6 +88,7 @@ demo: kube-bins
 ## then 10,000 more lease-group histories without it (the race-detected run plays the first 400).
 test: kube-bins helm-bin vet
 	go test $(GO_TEST_FLAGS) ./...
+	cd bench && go test $(GO_TEST_FLAGS) ./...
 	GOGC=400 go test -count=1 -timeout=20m -run '^TestGSim$$' ./internal/group -gsim.first=401 -gsim.seeds=10000
 	@$(MAKE) --no-print-directory check-no-leftovers
 # The chart's alert rules are unit-tested with promtool (in test/chart), and
@@ -98,9 +99,11 @@ test: promtool-bin redocly-lint
 ## Tests that need the apiserver skip; those that need only the sidecar binary (built on the fly) run.
 unit:
 	go test -short -race -count=1 ./...
+	cd bench && go test -short -race -count=1 ./...
 
 vet:
 	go vet ./...
+	cd bench && go vet ./...
 
 ## kube-bins: build kube-apiserver and etcd once per version (about 12 minutes cold on 2 cores).
 kube-bins: $(KUBE_ASSETS)/kube-apiserver $(KUBE_ASSETS)/etcd
@@ -240,31 +243,36 @@ FORCE:
 
 ## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 28 minutes, lease groups and handover included).
 bench: kube-bins
-	go run ./bench -out docs/benchmarks.md $(BENCH_FLAGS)
+	cd bench && go run . -out ../docs/benchmarks.md $(BENCH_FLAGS)
 
 ## bench-footprint: only the footprint section of make bench (memory, binary, start-up, CPU; about 5 minutes), against leasehold
 ## before this work (FOOTPRINT_REF); replaces only that section of docs/benchmarks.md.
 FOOTPRINT_REF ?= 3f4e413
 bench-footprint: kube-bins
-	go run ./bench -only footprint -footprint-ref $(FOOTPRINT_REF) -footprint-gomemlimit 24MiB -out docs/benchmarks.md $(BENCH_FLAGS)
+	cd bench && go run . -only footprint -footprint-ref $(FOOTPRINT_REF) -footprint-gomemlimit 24MiB -out ../docs/benchmarks.md $(BENCH_FLAGS)
 
 ## bench-overlap: only the overlap trials of make bench (partition and pause, OVERLAP_TRIALS each per implementation, default 10;
 ## about 5 minutes), judged by internal/testing/overlap; replaces only that section of docs/benchmarks.md.
 OVERLAP_TRIALS ?= 10
 bench-overlap: kube-bins
-	go run ./bench -only overlap -partitions $(OVERLAP_TRIALS) -pauses $(OVERLAP_TRIALS) -out docs/benchmarks.md $(BENCH_FLAGS)
+	cd bench && go run . -only overlap -partitions $(OVERLAP_TRIALS) -pauses $(OVERLAP_TRIALS) -out ../docs/benchmarks.md $(BENCH_FLAGS)
 
 ## bench-groups: only the lease-groups section of make bench (64 shards, 1 → 4 members, graceful exit, crash, requests,
 ## one process holding 256 Leases; leasehold side by side with one client-go LeaderElector per Lease; about 8 minutes);
 ## replaces only that section of docs/benchmarks.md.
 bench-groups: kube-bins
-	go run ./bench -only groups -out docs/benchmarks.md $(BENCH_FLAGS)
+	cd bench && go run . -only groups -out ../docs/benchmarks.md $(BENCH_FLAGS)
 
 ## bench-handover: only the handover section of make bench (leader address, forwarding proxy, handover to a successor: 20 rolling
 ## updates each of leasehold HANDOVER=successor, leasehold default and client-go; release?to=; the proxy's added latency; 503s and
 ## fencing during handovers under load; about 3 minutes); replaces only that section of docs/benchmarks.md.
 bench-handover: kube-bins
-	go run ./bench -only handover -out docs/benchmarks.md $(BENCH_FLAGS)
+	cd bench && go run . -only handover -out ../docs/benchmarks.md $(BENCH_FLAGS)
+
+## bench-fencing: the fencing policy's cost on the apiserver: p50/p99 of ConfigMap updates with the policy and without,
+## interleaved, one run (about a minute); prints a Markdown table for docs/benchmarks.md.
+bench-fencing: kube-bins
+	cd bench && go run ./fencing
 
 ## help: list the targets and what they do (the default target; from the Makefile's `## target:` comments).
 help:
@@ -282,6 +290,7 @@ lint: staticcheck-bin helm-bin
 		if [ -n "$$files" ]; then echo "not gofmt'ed (run gofmt -w):"; echo "$$files"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
 	$(STATICCHECK_BIN) ./...
+	cd bench && $(STATICCHECK_BIN) ./...
 	@for m in $(GO_MODULES); do echo "go mod tidy -diff ($$m)"; (cd $$m && go mod tidy -diff) || exit 1; done
 	$(HELM_BIN) lint --strict charts/leasehold
 

@@ -17,7 +17,7 @@ require (
 )
 
 // Direct dependencies of tests, test infrastructure (internal/testing) and
-// tools (bench, hack/demo) only: no package the binary links imports them.
+// tools (hack/demo; the bench is a module of its own) only: no package the binary links imports them.
 // All but goleak are in the binary all the same, through client-go or
 // client_golang, so a module of their own would not take them out of this
 // go.mod.
@@ -56,7 +56,6 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // appFigures are the figures of the app-aware features, which only
@@ -113,11 +113,11 @@ func checkSuccessor(prev, next fleet.Leadership) error {
 
 // awaitStatus polls inst's status every 10ms, for at most bound, until
 // cond holds.
-func awaitStatus(ctx context.Context, inst *fleet.Instance, bound time.Duration, what string, cond func(httpapi.Status) bool) error {
+func awaitStatus(ctx context.Context, inst *fleet.Instance, bound time.Duration, what string, cond func(api.Status) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	var (
-		st  httpapi.Status
+		st  api.Status
 		err error
 	)
 	for {

@@ -12,7 +12,7 @@ import (
 // The footprint section sits between these markers in the report file, so
 // that -only footprint can replace it alone.
 const (
-	footprintBegin = "<!-- footprint: begin (go run ./bench -only footprint -out FILE replaces this section) -->"
+	footprintBegin = "<!-- footprint: begin (cd bench && go run . -only footprint -out FILE replaces this section) -->"
 	footprintEnd   = "<!-- footprint: end -->"
 )
 

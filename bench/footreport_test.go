@@ -29,7 +29,7 @@ func fakeFootprint() footprintFigures {
 
 // The section judges each target from the figures and names what misses.
 func TestFootprintMarkdown(t *testing.T) {
-	r := newReport(options{statusConns: 64, command: "go run ./bench -only footprint"}, nil, httpFigures{}, appFigures{}, fakeFootprint())
+	r := newReport(options{statusConns: 64, command: "cd bench && go run . -only footprint"}, nil, httpFigures{}, appFigures{}, fakeFootprint())
 	md := r.markdown("")
 	for _, want := range []string{
 		footprintBegin, footprintEnd,

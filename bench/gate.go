@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // gateFigures are what the health-gated candidacy trials showed.
@@ -131,7 +131,7 @@ func benchGate(ctx context.Context, cluster *kubetest.Cluster, base fleet.Config
 
 // awaitCandidate waits until inst has seen its app healthy and campaigns.
 func awaitCandidate(ctx context.Context, inst *fleet.Instance, bound time.Duration) error {
-	return awaitStatus(ctx, inst, bound, "a candidate with a healthy app", func(st httpapi.Status) bool {
+	return awaitStatus(ctx, inst, bound, "a candidate with a healthy app", func(st api.Status) bool {
 		return st.Candidate && st.AppHealth != nil && st.AppHealth.Healthy
 	})
 }

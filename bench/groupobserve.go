@@ -15,9 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // lgAnswer is one answer of a member's blocking GET /v1/leases: which
@@ -41,7 +40,7 @@ func (a *lgAnswer) held() int {
 }
 
 // heldIn counts the Leases a GET /v1/leases body says are held.
-func heldIn(statuses []httpapi.Status) int {
+func heldIn(statuses []api.Status) int {
 	n := 0
 	for _, st := range statuses {
 		if st.Leader {
@@ -241,8 +240,8 @@ type leaseEvent struct {
 	lease   string
 	holder  string // "" when none (released, or deleted)
 	deleted bool
-	rv      string      // the version's resourceVersion
-	token   fence.Token // the fencing token published on it (0: none)
+	rv      string           // the version's resourceVersion
+	token   api.FencingToken // the fencing token published on it (0: none)
 }
 
 // leaseWatch lists and watches every Lease of a namespace with the
@@ -313,7 +312,7 @@ func (w *leaseWatch) watchOnce(ctx context.Context, leases leaseWatcher, rv *str
 
 func (w *leaseWatch) add(at time.Time, l *coordinationv1.Lease, deleted bool) {
 	e := leaseEvent{at: at, lease: l.Name, holder: ptr.Deref(l.Spec.HolderIdentity, ""), deleted: deleted, rv: l.ResourceVersion}
-	e.token, _ = fence.Published(l.Annotations)
+	e.token = publishedToken(l.Annotations)
 	if deleted {
 		e.holder = ""
 	}

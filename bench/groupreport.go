@@ -12,7 +12,7 @@ import (
 // The groups section sits between these markers in the report file, so
 // that -only groups can replace it alone.
 const (
-	groupsBegin = "<!-- groups: begin (go run ./bench -only groups -out FILE replaces this section) -->"
+	groupsBegin = "<!-- groups: begin (cd bench && go run . -only groups -out FILE replaces this section) -->"
 	groupsEnd   = "<!-- groups: end -->"
 )
 

@@ -154,7 +154,7 @@ func fakeGroups() lgFigures {
 
 // The section judges each target from the figures and says which missed.
 func TestGroupsMarkdown(t *testing.T) {
-	r := newReport(options{command: "go run ./bench -only groups"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
+	r := newReport(options{command: "cd bench && go run . -only groups"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
 	r.groups = fakeGroups()
 	md := r.markdown("")
 	for _, want := range []string{
@@ -226,7 +226,7 @@ func readFile(t *testing.T, path string) []byte {
 // With every Lease held through the window, RSS and CPU are judged against
 // their targets.
 func TestGroupsMarkdownSteadyBigGroup(t *testing.T) {
-	r := newReport(options{command: "go run ./bench -only groups"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
+	r := newReport(options{command: "cd bench && go run . -only groups"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
 	r.groups = fakeGroups()
 	r.groups.big.impls[0].held = []int{256, 256, 256}
 	r.groups.big.impls[0].allAfter = 20 * time.Second

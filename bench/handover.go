@@ -89,7 +89,8 @@ type hoFigures struct {
 	fencing                                   fencingVerdict
 }
 
-// hoOverhead is internal/proxy.MeasureOverhead's figure, in one process.
+// hoOverhead is the product's BenchmarkProxy's figure, in one process
+// (proxyInProcess).
 type hoOverhead struct {
 	ran                                      bool
 	requests                                 int

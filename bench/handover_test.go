@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // A term's tokens are the resourceVersion of the write that acquired it
@@ -15,7 +15,7 @@ import (
 // what the holder published; renewals add no other token, and other Leases
 // (member Leases) do not count.
 func TestTermTokens(t *testing.T) {
-	ev := func(lease, holder, rv string, token fence.Token) leaseEvent {
+	ev := func(lease, holder, rv string, token api.FencingToken) leaseEvent {
 		return leaseEvent{lease: lease, holder: holder, rv: rv, token: token}
 	}
 	events := []leaseEvent{
@@ -31,7 +31,7 @@ func TestTermTokens(t *testing.T) {
 		ev("bench", "c", "41", 0), // c again after its own release: 41
 	}
 	got := termTokens(events, "bench")
-	want := map[string][]fence.Token{"a": {12}, "b": {21}, "c": {30, 41}}
+	want := map[string][]api.FencingToken{"a": {12}, "b": {21}, "c": {30, 41}}
 	if len(got) != len(want) {
 		t.Fatalf("termTokens = %v, want %v", got, want)
 	}
@@ -51,10 +51,10 @@ func TestTermTokens(t *testing.T) {
 // arrived; one without a token, or under a token of another member's
 // terms, is counted too; direct requests are not judged.
 func TestJudgeFencing(t *testing.T) {
-	req := func(app, ms int, token fence.Token) servedReq {
+	req := func(app, ms int, token api.FencingToken) servedReq {
 		return servedReq{app: app, at: at(ms), token: token}
 	}
-	own := map[int]map[fence.Token]bool{0: {5: true}, 1: {9: true}, 2: {}}
+	own := map[int]map[api.FencingToken]bool{0: {5: true}, 1: {9: true}, 2: {}}
 	clean := []servedReq{req(0, 0, 5), req(0, 10, 5), req(1, 20, 9), req(1, 30, 9), {app: 0, at: at(40), direct: true}}
 	if v := judgeFencing(clean, own); v.judged != 4 || v.direct != 1 || v.stale+v.noToken+v.notOwn != 0 || v.tokens != 2 || v.apps != 3 {
 		t.Errorf("a clean handover: %+v", v)
@@ -124,7 +124,7 @@ func fakeHandover() hoFigures {
 
 // The section judges each target from the figures and says which missed.
 func TestHandoverMarkdown(t *testing.T) {
-	r := newReport(options{command: "go run ./bench -only handover"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
+	r := newReport(options{command: "cd bench && go run . -only handover"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
 	r.handover = fakeHandover()
 	md := r.markdown("")
 	for _, want := range []string{
@@ -153,7 +153,7 @@ func TestHandoverMarkdown(t *testing.T) {
 
 // Missed targets say so, with the figure.
 func TestHandoverMarkdownMissed(t *testing.T) {
-	r := newReport(options{command: "go run ./bench -only handover"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
+	r := newReport(options{command: "cd bench && go run . -only handover"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
 	f := fakeHandover()
 	f.rollouts[0].changes = []int{1, 2, 1, 1}
 	f.rollouts[0].handovers = []time.Duration{60 * time.Millisecond, 70 * time.Millisecond}

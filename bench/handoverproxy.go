@@ -14,11 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fence"
-	"github.com/leasehold/leasehold/internal/httpapi"
-	"github.com/leasehold/leasehold/internal/proxy"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/pkg/api"
 	"github.com/leasehold/leasehold/pkg/client"
 )
 
@@ -39,8 +37,8 @@ type standIn struct {
 type servedReq struct {
 	app    int // the app's index
 	at     time.Time
-	token  fence.Token // 0: no X-Leasehold-Fencing-Token
-	direct bool        // sent by the bench straight to the app (path /direct), not through a proxy
+	token  api.FencingToken // 0: no X-Leasehold-Fencing-Token
+	direct bool             // sent by the bench straight to the app (path /direct), not through a proxy
 }
 
 func newStandIn(index int) (*standIn, error) {
@@ -51,8 +49,8 @@ func newStandIn(index int) (*standIn, error) {
 	a := &standIn{index: index, addr: ln.Addr().String(), done: make(chan struct{})}
 	a.srv = &http.Server{ReadHeaderTimeout: time.Minute, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := servedReq{app: a.index, at: time.Now(), direct: r.URL.Path == "/direct"}
-		if tok, err := strconv.ParseUint(r.Header.Get(proxy.HeaderFencingToken), 10, 64); err == nil {
-			s.token = fence.Token(tok)
+		if tok, err := strconv.ParseUint(r.Header.Get(api.FencingTokenHeader), 10, 64); err == nil {
+			s.token = api.FencingToken(tok)
 		}
 		a.mu.Lock()
 		a.served = append(a.served, s)
@@ -162,7 +160,7 @@ func (p *hoProxyRun) leader(ctx context.Context) (*hoProxied, error) {
 	}
 	m := p.byInstance(l.Instance)
 	for _, o := range p.members {
-		if err := awaitStatus(ctx, o.inst, p.bound(), "leaderAddress "+m.addr, func(st httpapi.Status) bool { return st.LeaderAddress.Address == m.addr }); err != nil {
+		if err := awaitStatus(ctx, o.inst, p.bound(), "leaderAddress "+m.addr, func(st api.Status) bool { return st.LeaderAddress.Address == m.addr }); err != nil {
 			return nil, err
 		}
 	}
@@ -264,15 +262,9 @@ func (p *hoProxyRun) overhead(ctx context.Context) error {
 	p.fig.direct, p.fig.viaLeader, p.fig.viaFollower = took[0], took[1], took[2]
 	p.log("overhead, %d requests each way: direct p50 %v p99 %v; via the leader's proxy p50 %v p99 %v; via a follower's p50 %v p99 %v; %d not 200",
 		n, quantile(took[0], 0.5), quantile(took[0], 0.99), quantile(took[1], 0.5), quantile(took[1], 0.99), quantile(took[2], 0.5), quantile(took[2], 0.99), p.fig.overheadFailed)
-	o, err := proxy.MeasureOverhead(ctx, n)
-	in := hoOverhead{ran: true, requests: n}
+	in, err := proxyInProcess(ctx, n)
 	if err != nil {
 		in.err = err.Error()
-	} else {
-		us := func(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
-		in.direct50, in.direct99 = us(o.Direct.P50), us(o.Direct.P99)
-		in.proxied50, in.proxied99 = us(o.Proxied.P50), us(o.Proxied.P99)
-		in.forwarded50, in.forwarded99 = us(o.Forwarded.P50), us(o.Forwarded.P99)
 	}
 	p.fig.inProcess = in
 	return nil
@@ -419,7 +411,7 @@ func (p *hoProxyRun) underLoad(ctx context.Context, n int) error {
 		succ := p.byInstance(next.Instance)
 		for _, o := range p.members {
 			if o != leader {
-				_ = awaitStatus(ctx, o.inst, p.bound(), "leaderAddress "+succ.addr, func(st httpapi.Status) bool { return st.LeaderAddress.Address == succ.addr })
+				_ = awaitStatus(ctx, o.inst, p.bound(), "leaderAddress "+succ.addr, func(st api.Status) bool { return st.LeaderAddress.Address == succ.addr })
 			}
 		}
 	}
@@ -485,7 +477,7 @@ func summarizeLoad(outs []proxyOutcome) hoProxyTrial {
 // judge judges every request the apps served by its fencing token.
 func (p *hoProxyRun) judge() {
 	tokens := termTokens(p.watch.events(), p.cfg.Lease)
-	own := map[int]map[fence.Token]bool{}
+	own := map[int]map[api.FencingToken]bool{}
 	var all []servedReq
 	for _, a := range p.apps {
 		own[a.index] = tokens[p.owner[a.index]]
@@ -515,11 +507,11 @@ func (p *hoProxyRun) stop() {
 // resourceVersion of each acquiring write (a version naming a holder other
 // than the version before it, none included; the watch starts before the
 // Lease exists), and every token published on a version of that holder.
-func termTokens(events []leaseEvent, lease string) map[string]map[fence.Token]bool {
-	out := map[string]map[fence.Token]bool{}
-	add := func(holder string, t fence.Token) {
+func termTokens(events []leaseEvent, lease string) map[string]map[api.FencingToken]bool {
+	out := map[string]map[api.FencingToken]bool{}
+	add := func(holder string, t api.FencingToken) {
 		if out[holder] == nil {
-			out[holder] = map[fence.Token]bool{}
+			out[holder] = map[api.FencingToken]bool{}
 		}
 		out[holder][t] = true
 	}
@@ -529,7 +521,7 @@ func termTokens(events []leaseEvent, lease string) map[string]map[fence.Token]bo
 			continue
 		}
 		if e.holder != "" && e.holder != prev {
-			if t, err := fence.FromResourceVersion(e.rv); err == nil {
+			if t, ok := tokenOf(e.rv); ok {
 				add(e.holder, t)
 			}
 		}
@@ -557,12 +549,12 @@ type fencingVerdict struct {
 // member's (own, by app), and those received after another app had served
 // a request under a larger token (a deposed leader's app serving after its
 // successor's began).
-func judgeFencing(reqs []servedReq, own map[int]map[fence.Token]bool) fencingVerdict {
+func judgeFencing(reqs []servedReq, own map[int]map[api.FencingToken]bool) fencingVerdict {
 	v := fencingVerdict{apps: len(own)}
 	reqs = slices.Clone(reqs)
 	slices.SortStableFunc(reqs, func(a, b servedReq) int { return a.at.Compare(b.at) })
-	maxBy := map[int]fence.Token{}
-	seen := map[fence.Token]bool{}
+	maxBy := map[int]api.FencingToken{}
+	seen := map[api.FencingToken]bool{}
 	for _, r := range reqs {
 		if r.direct {
 			v.direct++

@@ -10,7 +10,7 @@ import (
 // The handover section sits between these markers in the report file, so
 // that -only handover can replace it alone.
 const (
-	handoverBegin = "<!-- handover: begin (go run ./bench -only handover -out FILE replaces this section) -->"
+	handoverBegin = "<!-- handover: begin (cd bench && go run . -only handover -out FILE replaces this section) -->"
 	handoverEnd   = "<!-- handover: end -->"
 )
 
@@ -115,7 +115,7 @@ func (r *report) handoverMarkdown(b *strings.Builder) {
 			cell = fmt.Sprintf("direct %v / %v; proxied %v / %v (added %v / %v); forwarded %v / %v",
 				in.direct50, in.direct99, in.proxied50, in.proxied99, in.proxied50-in.direct50, in.proxied99-in.direct99, in.forwarded50, in.forwarded99)
 		}
-		row(fmt.Sprintf("for comparison, in one process (`internal/proxy.MeasureOverhead`, n=%d each): p50 / p99", in.requests), cell, "—", "—", "", "")
+		row(fmt.Sprintf("for comparison, in one process (`go test -bench BenchmarkProxy -benchtime %dx ./internal/proxy`): p50 / p99", in.requests), cell, "—", "—", "", "")
 	}
 
 	// 4. Handovers under load.

@@ -120,7 +120,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -groups-trials must be at least 1, and -groups-shards at least -groups-members, at least 1")
 		os.Exit(2)
 	}
-	opts.command = "go run ./bench " + strings.Join(os.Args[1:], " ")
+	opts.command = "cd bench && go run . " + strings.Join(os.Args[1:], " ")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, opts); err != nil {
@@ -260,12 +260,12 @@ func footprintRun(ctx context.Context, cluster *kubetest.Cluster, base fleet.Con
 		return footprintFigures{}, err
 	}
 	impls := []footprintImpl{
-		{name: "leasehold", binary: leasehold, pkg: "./cmd/sidecar"},
-		{name: "client-go LeaderElector", binary: baseline, pkg: "./bench/baseline"},
+		{name: "leasehold", binary: leasehold, pkg: "github.com/leasehold/leasehold/cmd/sidecar"},
+		{name: "client-go LeaderElector", binary: baseline, pkg: "github.com/leasehold/leasehold/bench/baseline"},
 	}
 	if opts.footprintGomemlimit != "" {
 		impls = append(impls, footprintImpl{
-			name: "leasehold, GOMEMLIMIT=" + opts.footprintGomemlimit, binary: leasehold, pkg: "./cmd/sidecar",
+			name: "leasehold, GOMEMLIMIT=" + opts.footprintGomemlimit, binary: leasehold, pkg: "github.com/leasehold/leasehold/cmd/sidecar",
 			env: []string{"GOMEMLIMIT=" + opts.footprintGomemlimit},
 		})
 	}

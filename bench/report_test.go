@@ -39,7 +39,7 @@ func TestFullReportHasTheOverlapSection(t *testing.T) {
 // -only overlap writes only its section, and replaces only that section of
 // the file.
 func TestWriteOverlapReplacesOnlyItsSection(t *testing.T) {
-	r := newReport(options{only: "overlap", command: "go run ./bench -only overlap"}, fakeOverlapResults(), httpFigures{}, appFigures{}, footprintFigures{})
+	r := newReport(options{only: "overlap", command: "cd bench && go run . -only overlap"}, fakeOverlapResults(), httpFigures{}, appFigures{}, footprintFigures{})
 	md := r.markdown("")
 	if !strings.HasPrefix(md, overlapBegin) || !strings.HasSuffix(md, overlapEnd+"\n") || strings.Contains(md, "graceful handover") {
 		t.Errorf("-only overlap renders:\n%s", md)
@@ -55,7 +55,7 @@ func TestWriteOverlapReplacesOnlyItsSection(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	doc := string(data)
 	if !strings.HasPrefix(doc, "before\n\n"+overlapBegin) || !strings.HasSuffix(doc, overlapEnd+"\n\n"+footprintBegin+"\nfootprint\n"+footprintEnd+"\n") ||
-		strings.Contains(doc, "old figures") || !strings.Contains(doc, "`go run ./bench -only overlap`") {
+		strings.Contains(doc, "old figures") || !strings.Contains(doc, "`cd bench && go run . -only overlap`") {
 		t.Fatalf("replaced file:\n%s", doc)
 	}
 }

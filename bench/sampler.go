@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/overlap"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // sample is one answer to GET /v1/status, or one Lease's status in an
@@ -17,7 +17,7 @@ type sample struct {
 	inst           *fleet.Instance
 	sent, received time.Time
 	leader         bool
-	token          fence.Token
+	token          api.FencingToken
 	// term tells terms apart where there is no token (client-go's
 	// baseline in group mode counts its own terms of each Lease); 0 when
 	// not reported.
@@ -101,7 +101,7 @@ func observations(samples []sample) []overlap.Observation[*fleet.Instance] {
 	for i, s := range samples {
 		token := s.token
 		if token == 0 && s.term > 0 {
-			token = fence.Token(s.term)
+			token = api.FencingToken(s.term)
 		}
 		obs[i] = overlap.Observation[*fleet.Instance]{Member: s.inst, Sent: s.sent, Recv: s.received, Leader: s.leader, Token: token}
 	}

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // group keeps three instances of one implementation running, each behind
@@ -21,9 +21,9 @@ type group struct {
 	name      string
 	instances []*fleet.Instance
 	started   int
-	lastToken fence.Token // tokens must only grow, across all trials
-	restarts  int         // times nobody led and every instance was replaced
-	misses    int         // trials in which no successor led within livenessBound
+	lastToken api.FencingToken // tokens must only grow, across all trials
+	restarts  int              // times nobody led and every instance was replaced
+	misses    int              // trials in which no successor led within livenessBound
 }
 
 // fill replaces instances that have exited (client-go's baseline exits when

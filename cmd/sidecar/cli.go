@@ -57,7 +57,9 @@ func commands() []*command {
 		releaseCommand(),
 		runSubcommand(),
 		installSubcommand(),
+		fencingPolicyCommand(),
 		versionCommand(),
+		completionCommand(),
 		helpCommand(),
 	}
 }
@@ -100,11 +102,12 @@ func cli(args []string, e *env) int {
 }
 
 // usageError reports a usage error of c (nil: of leasehold itself) on
-// stderr, with c's synopsis (or the whole usage), and returns exitUsage.
+// stderr and returns exitUsage: leasehold's is one line naming the problem
+// and the hint to 'leasehold help'; a command's adds its synopsis between
+// the two.
 func usageError(e *env, c *command, msg string) int {
 	if c == nil {
-		fmt.Fprintf(e.stderr, "leasehold: %s\n\n", msg)
-		printUsage(e.stderr)
+		fmt.Fprintf(e.stderr, "leasehold: %s\nRun 'leasehold help' for usage.\n", msg)
 		return exitUsage
 	}
 	fmt.Fprintf(e.stderr, "leasehold %s: %s\nusage: %s\nRun 'leasehold help %s' for details.\n", c.name, msg, c.usage, c.name)
@@ -120,7 +123,7 @@ usage: leasehold [COMMAND] [ARG...]
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 With no command, leasehold runs the sidecar (the same as 'leasehold sidecar'),

@@ -42,7 +42,8 @@ func invoke(t *testing.T, vars map[string]string, args ...string) result {
 }
 
 // Anything leasehold does not know is a usage error: exit 2, the error and
-// the usage on stderr, nothing on stdout, and never the sidecar.
+// the hint to 'leasehold help' on stderr, in at most three lines (never the
+// whole usage), nothing on stdout, and never the sidecar.
 func TestUsageErrorsExitTwoAndNeverStartTheSidecar(t *testing.T) {
 	for _, args := range [][]string{
 		{"bogus"}, {""}, {"-x"}, {"--bogus"}, {"--versio"}, {"statuss"}, {"Status"},
@@ -65,8 +66,8 @@ func TestUsageErrorsExitTwoAndNeverStartTheSidecar(t *testing.T) {
 			if r.stdout != "" {
 				t.Errorf("stdout %q: want nothing", r.stdout)
 			}
-			if !strings.Contains(r.stderr, "usage: leasehold") {
-				t.Errorf("stderr %q: want the usage", r.stderr)
+			if !strings.Contains(r.stderr, "Run 'leasehold help") || strings.Count(r.stderr, "\n") > 3 {
+				t.Errorf("stderr %q: want the error and the hint to leasehold help, in at most three lines", r.stderr)
 			}
 		})
 	}
@@ -87,23 +88,23 @@ func TestRunAndInstallUsageErrorsAreOneLine(t *testing.T) {
 	}
 }
 
-// The usage names the unknown command, and the whole usage follows.
-func TestUnknownCommandPrintsTheUsage(t *testing.T) {
-	r := invoke(t, nil, "bogus")
-	if !strings.HasPrefix(r.stderr, `leasehold: unknown command "bogus"`) {
-		t.Errorf("stderr starts %q: want the unknown command named", firstLine(r.stderr))
-	}
-	for _, c := range commands() {
-		if !strings.Contains(r.stderr, "\n  "+c.name+" ") {
-			t.Errorf("usage does not list %s:\n%s", c.name, r.stderr)
+// An unknown command or flag is one line naming it and the hint to
+// 'leasehold help', not the whole usage; a command's usage error adds its
+// synopsis.
+func TestUnknownCommandIsOneLineAndTheHint(t *testing.T) {
+	for args, want := range map[string]string{
+		"bogus":   "leasehold: unknown command \"bogus\"\nRun 'leasehold help' for usage.\n",
+		"--bogus": "leasehold: unknown flag \"--bogus\"\nRun 'leasehold help' for usage.\n",
+		"-h x":    "leasehold: unexpected argument \"x\" after -h\nRun 'leasehold help' for usage.\n",
+	} {
+		if r := invoke(t, nil, strings.Fields(args)...); r.stderr != want {
+			t.Errorf("leasehold %s: stderr %q, want %q", args, r.stderr, want)
 		}
 	}
-	if r := invoke(t, nil, "--bogus"); !strings.HasPrefix(r.stderr, `leasehold: unknown flag "--bogus"`) {
-		t.Errorf("stderr starts %q: want the unknown flag named", firstLine(r.stderr))
-	}
-	r = invoke(t, nil, "status", "--bogus")
-	if want := "leasehold status: flag provided but not defined: -bogus\nusage: leasehold status "; !strings.HasPrefix(r.stderr, want) {
-		t.Errorf("stderr %q: want it to start %q", r.stderr, want)
+	r := invoke(t, nil, "status", "--bogus")
+	if want := "leasehold status: flag provided but not defined: -bogus\nusage: leasehold status "; !strings.HasPrefix(r.stderr, want) ||
+		!strings.HasSuffix(r.stderr, "\nRun 'leasehold help status' for details.\n") {
+		t.Errorf("stderr %q: want it to start %q and end with the hint", r.stderr, want)
 	}
 }
 

@@ -77,8 +77,8 @@ func TestUnknownArgumentsExitTwoAndStartNothing(t *testing.T) {
 		{"status", "extra"}, {"token", "--bogus"}, {"wait", "--timeout", "forever"}, {"release", "--for", "-1s"},
 	} {
 		r := leasehold(t, binary, env, args...)
-		if r.code != 2 || !strings.Contains(r.stderr, "usage: leasehold") || r.stdout != "" {
-			t.Errorf("leasehold %q: exit %d, stdout %q, stderr %q; want exit 2 and the usage on stderr", args, r.code, r.stdout, r.stderr)
+		if r.code != 2 || !strings.Contains(r.stderr, "Run 'leasehold help") || r.stdout != "" {
+			t.Errorf("leasehold %q: exit %d, stdout %q, stderr %q; want exit 2 and the hint to leasehold help on stderr", args, r.code, r.stdout, r.stderr)
 		}
 		if strings.Contains(r.stderr, "leasehold started") || r.took > 5*time.Second {
 			t.Errorf("leasehold %q: took %v, stderr %q: it started the sidecar", args, r.took, r.stderr)

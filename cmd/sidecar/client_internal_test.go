@@ -438,3 +438,22 @@ func TestRelease(t *testing.T) {
 		t.Errorf("--for 2h: exit %d, stderr %q; want 2 and the sidecar's message", r.code, r.stderr)
 	}
 }
+
+// With data-aware failover the status shows this instance's rank, the
+// Lease's generation and the best candidate.
+func TestStatusShowsRank(t *testing.T) {
+	st := following
+	best := "pod-b_x2"
+	st.Rank = &api.Rank{Known: true, Generation: "h1", Position: 42, ObservedAt: "2026-07-01T11:59:59Z", LeaseGeneration: "h1", BestCandidate: &best}
+	f := newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, st) })
+	r := invoke(t, nil, "status", "--addr", f.addr())
+	for _, want := range []string{
+		"\nrank           generation \"h1\", position 42 (probed 2026-07-01T11:59:59Z (",
+		"\nlease gen      \"h1\"\n",
+		"\nbest member    pod-b_x2\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

@@ -28,6 +28,9 @@ type election struct {
 	elector *elect.Elector   // the one Lease's elector; nil for a group
 	served  httpapi.Election // what the HTTP layer serves for the one Lease
 	group   *group.Group     // nil for one Lease
+	// members is the group of the one Lease kept for its membership
+	// (Handover, Ranked); nil otherwise.
+	members *group.Group
 }
 
 // newElection builds the elector or the group that cfg describes, on clk
@@ -37,7 +40,7 @@ func newElection(cfg config.Config, leases *kubeclient.LeaseClient, clk clock.Wi
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	if !cfg.Grouped() && !cfg.Handover {
+	if cfg.MemberGroup() == "" {
 		elector, err := elect.New(elect.Config{
 			Config:  cfg.ElectionConfig(),
 			Leases:  leases,
@@ -60,7 +63,7 @@ func newElection(cfg config.Config, leases *kubeclient.LeaseClient, clk clock.Wi
 	}
 	if !cfg.Grouped() {
 		one := g.Elections()[0]
-		return &election{run: g.Run, candidacy: g, elector: one.Elector, served: one}, nil
+		return &election{run: g.Run, candidacy: g, elector: one.Elector, served: one, members: g}, nil
 	}
 	return &election{run: g.Run, candidacy: g, group: g}, nil
 }

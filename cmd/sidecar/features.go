@@ -13,6 +13,7 @@ import (
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
 	"github.com/leasehold/leasehold/internal/elect"
+	"github.com/leasehold/leasehold/internal/group"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/podlabel"
 )
@@ -39,6 +40,21 @@ func newProber(cfg config.AppHealth, elector interface {
 		}
 	}
 	return apphealth.New(pc)
+}
+
+// newRanker builds data-aware failover's probe: every rank it reads goes
+// to the membership of the one Lease (published on the member Lease, its
+// generation on the Lease while leading).
+func newRanker(cfg config.AppRank, members *group.Group, clk clock.WithTicker, log *slog.Logger) (*apphealth.RankProber, error) {
+	rc := cfg.Config()
+	rc.Clock, rc.Logger = clk, log
+	rc.OnRank = func(ctx context.Context, r apphealth.Rank) {
+		err := members.SetRank(ctx, group.Rank{Known: r.Known, Generation: r.Generation, Position: r.Position}, r.ObservedAt)
+		if err != nil && !errors.Is(err, elect.ErrStopped) && ctx.Err() == nil {
+			log.Warn("could not hand the app's rank to the election", "err", err)
+		}
+	}
+	return apphealth.NewRank(rc)
 }
 
 // newLabeler builds the leader label: "true" on this Pod while it leads,

@@ -18,12 +18,13 @@ const (
 // "install"): it copies the running binary to path atomically (a temporary
 // file in the same folder, mode 0755, synced, then renamed), so that an init
 // container can share the binary with the app container through an
-// emptyDir: the image is the binary alone, with no cp and no shell. It returns 0,
-// 1 for a failure, 2 for a usage error.
+// emptyDir: the image is the binary alone, with no cp and no shell. When
+// path is an existing folder, the copy is <path>/leasehold, as install(1)
+// copies into a folder. It returns 0, 1 for a failure, 2 for a usage error.
 func installCommand(args []string, stderr io.Writer) int {
-	const usage = "usage: leasehold install PATH"
+	const usage = "usage: leasehold install PATH|DIR"
 	if len(args) != 1 || args[0] == "" || args[0][0] == '-' {
-		fmt.Fprintf(stderr, "leasehold install: want exactly one argument, the destination PATH (%s)\n", usage)
+		fmt.Fprintf(stderr, "leasehold install: want exactly one argument, the destination PATH or DIR (%s)\n", usage)
 		return installUsage
 	}
 	if err := install(args[0]); err != nil {
@@ -33,7 +34,13 @@ func installCommand(args []string, stderr io.Writer) int {
 	return installOK
 }
 
+// installedName is the file name `leasehold install DIR` writes in DIR.
+const installedName = "leasehold"
+
 func install(dst string) (err error) {
+	if info, serr := os.Stat(dst); serr == nil && info.IsDir() {
+		dst = filepath.Join(dst, installedName)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the running binary: %w", err)

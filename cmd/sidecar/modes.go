@@ -28,12 +28,13 @@ func installSubcommand() *command {
 	c := &command{
 		name:    "install",
 		summary: "copy this binary to PATH, for an init container (docs/run.md)",
-		usage:   "leasehold install PATH",
+		usage:   "leasehold install PATH|DIR",
 	}
 	c.help = func(w io.Writer, _ func(string) string) {
 		fmt.Fprintf(w, "usage: %s\n\n%s\n", c.usage, `Copies this binary to PATH atomically (a temporary file in the same folder,
 mode 0755, synced, then renamed), so that an init container can share it with
-the app container through an emptyDir: the image has no shell and no cp.
+the app container through an emptyDir: the image has no shell and no cp. When
+the argument is an existing folder, the copy is DIR/leasehold.
 
 Exit status: 0 copied; 1 the copy failed; 2 a usage error.`)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/config"
+	"github.com/leasehold/leasehold/internal/group"
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/podlabel"
@@ -78,8 +79,9 @@ type sidecar struct {
 	log      *slog.Logger
 	clock    clock.WithTicker
 	election *election
-	prober   *apphealth.Prober // nil without health-gated candidacy
-	labeler  *podlabel.Labeler // nil without the leader label
+	prober   *apphealth.Prober     // nil without health-gated candidacy
+	ranker   *apphealth.RankProber // nil without data-aware failover
+	labeler  *podlabel.Labeler     // nil without the leader label
 	api      *httpapi.Server
 	proxy    *proxy.Proxy // nil without the forwarding proxy
 	servers  []server
@@ -138,6 +140,13 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 		}
 		apiOptions.AppHealth = s.prober
 	}
+	if cfg.AppRank.Enabled() {
+		if s.ranker, err = newRanker(cfg.AppRank, elected.members, d.clock, d.log); err != nil {
+			return nil, err
+		}
+		members := elected.members
+		apiOptions.Rank = func() group.RankStatus { return members.Rank(0) }
+	}
 	if cfg.PodLabel != "" {
 		if s.labeler, err = newLabeler(cfg, d.rest, elected.elector, d.clock, leasehold, d.log); err != nil {
 			return nil, err
@@ -193,6 +202,9 @@ func (s *sidecar) Run(ctx context.Context) error {
 	if s.prober != nil {
 		jobs = append(jobs, job{"app health", s.prober.Run})
 	}
+	if s.ranker != nil {
+		jobs = append(jobs, job{"app rank", s.ranker.Run})
+	}
 	if s.labeler != nil {
 		jobs = append(jobs, job{"pod label", s.labeler.Run})
 	}
@@ -221,7 +233,7 @@ func (s *sidecar) Run(ctx context.Context) error {
 		"namespace", s.cfg.LeaseNamespace, "leases", s.cfg.Leases, "group", s.cfg.Group, "candidate", s.cfg.Candidate,
 		"api", s.servers[0].listener.Addr().String(), "ops", s.servers[1].listener.Addr().String(),
 		"maxBlockingRequests", s.cfg.MaxBlockingRequests,
-		"appHealth", s.cfg.AppHealth.URL, "podLabel", s.cfg.PodLabel,
+		"appHealth", s.cfg.AppHealth.URL, "appRank", s.cfg.AppRank.URL, "podLabel", s.cfg.PodLabel,
 		"advertise", s.cfg.AdvertiseAddress, "proxy", s.cfg.ProxyAddr, "handoverToSuccessor", s.cfg.Handover)
 
 	var failure error
@@ -239,6 +251,7 @@ func (s *sidecar) Run(ctx context.Context) error {
 	s.api.BeginShutdown()
 	step(stepReadiness)
 	tasks["app health"].stop()
+	tasks["app rank"].stop()
 	step(stepProber)
 	tasks["election"].stop()
 	step(stepElection)

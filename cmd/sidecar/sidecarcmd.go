@@ -53,11 +53,13 @@ It takes no flags: it is configured by environment variables (README.md,
   LEASEHOLD_LOG_LEVEL                     default info (debug, info, warn, error)
   LEASEHOLD_LOG_FORMAT                    default json (json, text)
   LEASEHOLD_APP_HEALTH_URL                health-gated candidacy (default off)
+  LEASEHOLD_APP_RANK_URL                  data-aware failover: the app's {"generation","position"}, one Lease (default off)
   LEASEHOLD_APP_HEALTH_TIMEOUT            default 1s
   LEASEHOLD_APP_HEALTH_INTERVAL           default 2s
   LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD  default 3
   LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD  default 1
   LEASEHOLD_POD_LABEL                     the leader label's key (default off)
+  LEASEHOLD_FENCING_FLOOR                 publish the new term's token floor on the Lease (default false)
   LEASEHOLD_ADVERTISE_ADDRESS             host:port where other replicas reach this one (default off)
   LEASEHOLD_PROXY_ADDR                    the forwarding proxy's listen address (default off)
   LEASEHOLD_PROXY_UPSTREAM                the local app the proxy forwards to while leading

@@ -110,6 +110,19 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 				h.ConsecutiveFailures, h.LastError, when(h.LastSuccessAt, now)))
 		}
 	}
+	if r := st.Rank; r != nil {
+		if r.Known {
+			row("rank", fmt.Sprintf("generation %q, position %d (probed %s)", r.Generation, r.Position, when(r.ObservedAt, now)))
+		} else {
+			row("rank", fmt.Sprintf("unknown: ranks last (probed %s)", when(r.ObservedAt, now)))
+		}
+		row("lease gen", fmt.Sprintf("%q", r.LeaseGeneration))
+		if r.BestCandidate != nil {
+			row("best member", *r.BestCandidate)
+		} else {
+			row("best member", "unknown (membership not listed yet)")
+		}
+	}
 	row("index", strconv.FormatUint(st.Index, 10))
 	_ = tw.Flush()
 }

@@ -63,7 +63,8 @@ for lib in $(ldd "$curl_bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\
 	mkdir -p "$r$(dirname "$lib")"
 	cp -L "$lib" "$r$lib"
 done
-(cd "$LEASEHOLD_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$r/bin/" ./bench/baseline ./test/node/watchers)
+(cd "$LEASEHOLD_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$r/bin/" ./test/node/watchers)
+(cd "$LEASEHOLD_ROOT/bench" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$r/bin/" ./baseline) # the bench is a module of its own
 cat >"$r/bin/my-app" <<'APP'
 #!/bin/sh
 # examples/manifests' app: it serves HTTP on 8080 (leader-service.yaml's targetPort; GET

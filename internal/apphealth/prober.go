@@ -146,25 +146,36 @@ func New(cfg Config) (*Prober, error) {
 		p.metrics = NewMetrics(nil)
 	}
 	p.log = p.log.With("url", u.Redacted())
-	if cfg.Client != nil {
-		c := *cfg.Client
-		p.client = &c
+	p.client, p.transport = probeClient(cfg.Client)
+	p.status.Store(&Status{})
+	return p, nil
+}
+
+// probeClient is the client probes of the app are sent with: a copy of c
+// when it is given, else one that never uses a proxy and never reuses a
+// connection (its transport returned, to be closed); either never follows
+// a redirect.
+func probeClient(c *http.Client) (*http.Client, *http.Transport) {
+	var client *http.Client
+	var transport *http.Transport
+	if c != nil {
+		cc := *c
+		client = &cc
 	} else {
-		p.transport = &http.Transport{
-			// Never a proxy: a health check of the app beside us must not
-			// go through one configured for the app's outbound traffic.
+		transport = &http.Transport{
+			// Never a proxy: a probe of the app beside us must not go
+			// through one configured for the app's outbound traffic.
 			Proxy: nil,
 			// A fresh connection for every probe, as the kubelet does: an
 			// idle kept-alive connection could hide a hung app.
 			DisableKeepAlives: true,
-			// The body is discarded; ask for it as it is.
+			// Ask for the body as it is.
 			DisableCompression: true,
 		}
-		p.client = &http.Client{Transport: p.transport}
+		client = &http.Client{Transport: transport}
 	}
-	p.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	p.status.Store(&Status{})
-	return p, nil
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return client, transport
 }
 
 // Run probes at once and then every Interval until ctx ends, then returns
@@ -270,8 +281,13 @@ func (p *Prober) probe(ctx context.Context) error {
 // when the probe's own deadline passed, else the error without the
 // "Get <url>:" prefix (the URL is in every log line already).
 func (p *Prober) describe(reqCtx context.Context, err error) error {
+	return describe(reqCtx, err, p.cfg.Timeout)
+}
+
+// describe is Prober.describe for a probe bounded by timeout.
+func describe(reqCtx context.Context, err error, timeout time.Duration) error {
 	if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("timeout after %s", p.cfg.Timeout)
+		return fmt.Errorf("timeout after %s", timeout)
 	}
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		return ue.Err

@@ -117,6 +117,10 @@ type Config struct {
 	// empty (see features.go).
 	AppHealth AppHealth
 
+	// AppRank is data-aware failover's probe of the app's rank; off when
+	// its URL is empty (see features.go). On, Election.Ranked is set.
+	AppRank AppRank
+
 	// PodLabel is the label key the leader sets to "true" on its own Pod
 	// (LEASEHOLD_POD_LABEL, a qualified label name; off when empty). Pod
 	// locates that Pod; it is set only when PodLabel is.
@@ -135,6 +139,13 @@ type Config struct {
 	// leasehold.io/leader-address, and every instance reports the valid
 	// leader's as leaderAddress.
 	AdvertiseAddress string
+
+	// FencingFloor publishes, on every write that starts a term, a floor
+	// for the new term's token on the Lease (LEASEHOLD_FENCING_FLOOR,
+	// default false; parsed by strconv.ParseBool): what the fencing
+	// policy (leasehold fencing-policy) compares a fenced write's token
+	// with until the term's first renewal publishes the token itself.
+	FencingFloor bool
 
 	// ProxyAddr is where the forwarding proxy listens (LEASEHOLD_PROXY_ADDR,
 	// host:port; off when empty), and ProxyUpstream the local app it
@@ -173,9 +184,11 @@ type spec struct {
 	AppHealthInterval         time.Duration `split_words:"true" default:"2s"`
 	AppHealthFailureThreshold int           `split_words:"true" default:"3"`
 	AppHealthSuccessThreshold int           `split_words:"true" default:"1"`
+	AppRankURL                string        `split_words:"true"`
 	PodLabel                  string        `split_words:"true"`
 	Pprof                     bool
 	AdvertiseAddress          string `split_words:"true"`
+	FencingFloor              bool   `split_words:"true"`
 	Handover                  string // "" when unset: see handover
 	Priority                  *int64 // nil when unset
 	ProxyAddr                 string `split_words:"true"`
@@ -203,6 +216,7 @@ const (
 	varAppHealthFailureThreshold = Prefix + "_APP_HEALTH_FAILURE_THRESHOLD"
 	varAppHealthSuccessThreshold = Prefix + "_APP_HEALTH_SUCCESS_THRESHOLD"
 	varPodLabel                  = Prefix + "_POD_LABEL"
+	varAppRankURL                = Prefix + "_APP_RANK_URL"
 
 	varLeases    = Prefix + "_LEASES"
 	varShards    = Prefix + "_SHARDS"
@@ -394,6 +408,16 @@ func Load() (Config, error) {
 //     advertised address, which must be its proxy's), serves one Lease
 //     (an error with a group), and an observer cannot serve it (it never
 //     leads). (Checked after rule 8.)
+//  13. LEASEHOLD_APP_RANK_URL, if set, is an absolute http or https URL
+//     with a host, probed with LEASEHOLD_APP_HEALTH_TIMEOUT and
+//     LEASEHOLD_APP_HEALTH_INTERVAL (which it allows without
+//     LEASEHOLD_APP_HEALTH_URL); it is an error with a lease group (one
+//     app's rank ranks it for one Lease) and with LEASEHOLD_CANDIDATE=false
+//     (an observer is never a successor). It keeps membership under the
+//     Lease's own name (as rule 11's successor, whose name rules apply,
+//     reported on LEASEHOLD_LEASE_NAME), and makes LEASEHOLD_HANDOVER
+//     default to successor, with LEASEHOLD_PRIORITY allowed. (Checked after
+//     rule 1.)
 func (l Loader) Load() (Config, error) {
 	var s spec
 	if err := envconfig.Process(Prefix, &s); err != nil {
@@ -413,6 +437,7 @@ func (l Loader) Load() (Config, error) {
 		ReleaseOnShutdown: s.ReleaseOnShutdown,
 		Pprof:             s.Pprof,
 		AdvertiseAddress:  s.AdvertiseAddress,
+		FencingFloor:      s.FencingFloor,
 		ProxyAddr:         s.ProxyAddr,
 		ProxyUpstream:     s.ProxyUpstream,
 	}
@@ -422,6 +447,11 @@ func (l Loader) Load() (Config, error) {
 	if c.Election, err = election(s); err != nil {
 		return Config{}, err
 	}
+	// 13. Data-aware failover (before rule 11: it changes its default).
+	if c.AppRank, err = appRank(s, c.Election); err != nil {
+		return Config{}, err
+	}
+	c.Ranked = c.AppRank.Enabled()
 	if err := handover(s, &c.Election); err != nil {
 		return Config{}, err
 	}

@@ -121,6 +121,7 @@ func TestAllVariablesHonored(t *testing.T) {
 		"LEASEHOLD_PPROF":               "true",
 		"LEASEHOLD_CANDIDATE":           "false",
 		"LEASEHOLD_ADVERTISE_ADDRESS":   "10.0.0.7:4042",
+		"LEASEHOLD_FENCING_FLOOR":       "true",
 
 		"LEASEHOLD_MAX_BLOCKING_REQUESTS": "2000",
 	})
@@ -143,11 +144,15 @@ func TestAllVariablesHonored(t *testing.T) {
 		Pprof:             true,
 		Election:          Election{Leases: []string{"other.lease"}, Balance: true, Candidate: false},
 		AdvertiseAddress:  "10.0.0.7:4042",
+		FencingFloor:      true,
 
 		MaxBlockingRequests: 2000,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+	if !c.ElectionConfig().FencingFloor {
+		t.Error("LEASEHOLD_FENCING_FLOOR=true did not reach the election's configuration")
 	}
 }
 
@@ -788,6 +793,60 @@ func TestHandover(t *testing.T) {
 				}
 				if tc.want.Handover && c.MemberGroup() != "my-lease" {
 					t.Errorf("member group %q, want my-lease", c.MemberGroup())
+				}
+				return
+			}
+			e, ok := errors.AsType[*Error](err)
+			if !ok || e.Var != tc.wantVar || !strings.Contains(err.Error(), tc.wantRule) {
+				t.Fatalf("error %v; want one on %s saying %q", err, tc.wantVar, tc.wantRule)
+			}
+		})
+	}
+}
+
+// Rule 13: data-aware failover. It takes one Lease and a candidate, keeps
+// membership under the Lease's name, defaults the handover to successor
+// (with a priority allowed), is probed on the health check's schedule, and
+// every error names the variable.
+func TestAppRank(t *testing.T) {
+	const url = "http://127.0.0.1:8090/rank"
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		want     AppRank
+		handover bool
+		wantVar  string
+		wantRule string
+	}{
+		{name: "off by default", env: base()},
+		{name: "on: the health schedule's defaults, successor handover", env: with("LEASEHOLD_APP_RANK_URL", url, "LEASEHOLD_PRIORITY", "2"),
+			want: AppRank{URL: url, Timeout: time.Second, Interval: 2 * time.Second}, handover: true},
+		{name: "its own schedule without a health URL", env: with("LEASEHOLD_APP_RANK_URL", url, "LEASEHOLD_APP_HEALTH_INTERVAL", "500ms", "LEASEHOLD_APP_HEALTH_TIMEOUT", "200ms"),
+			want: AppRank{URL: url, Timeout: 200 * time.Millisecond, Interval: 500 * time.Millisecond}, handover: true},
+		{name: "handover any stays any", env: with("LEASEHOLD_APP_RANK_URL", url, "LEASEHOLD_HANDOVER", "any"),
+			want: AppRank{URL: url, Timeout: time.Second, Interval: 2 * time.Second}},
+		{name: "not a URL", env: with("LEASEHOLD_APP_RANK_URL", "ftp://x/rank"), wantVar: "LEASEHOLD_APP_RANK_URL", wantRule: "http"},
+		{name: "with a group", env: with("LEASEHOLD_APP_RANK_URL", url, "LEASEHOLD_SHARDS", "2"), wantVar: "LEASEHOLD_APP_RANK_URL", wantRule: "one Lease"},
+		{name: "with an observer", env: with("LEASEHOLD_APP_RANK_URL", url, "LEASEHOLD_CANDIDATE", "false"), wantVar: "LEASEHOLD_CANDIDATE", wantRule: "never a successor"},
+		{name: "a threshold without a health URL", env: with("LEASEHOLD_APP_RANK_URL", url, "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", "2"),
+			wantVar: "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD", wantRule: "has no effect without LEASEHOLD_APP_HEALTH_URL"},
+		{name: "timeout over interval", env: with("LEASEHOLD_APP_RANK_URL", url, "LEASEHOLD_APP_HEALTH_TIMEOUT", "3s"),
+			wantVar: "LEASEHOLD_APP_HEALTH_TIMEOUT", wantRule: "must not exceed"},
+		{name: "a Lease name too long to group members", env: with("LEASEHOLD_APP_RANK_URL", url, "LEASEHOLD_LEASE_NAME", strings.Repeat("x", 64)),
+			wantVar: "LEASEHOLD_LEASE_NAME", wantRule: "must be a label value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setEnv(t, tc.env)
+			c, err := testLoader(t).Load()
+			if tc.wantVar == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.AppRank != tc.want || c.Ranked != tc.want.Enabled() || c.Handover != tc.handover {
+					t.Errorf("rank %+v, ranked %v, handover %v; want %+v, %v, %v", c.AppRank, c.Ranked, c.Handover, tc.want, tc.want.Enabled(), tc.handover)
+				}
+				if tc.want.Enabled() && (c.MemberGroup() != "my-lease" || !c.GroupConfig().Rank) {
+					t.Errorf("member group %q, group rank %v; want my-lease, true", c.MemberGroup(), c.GroupConfig().Rank)
 				}
 				return
 			}

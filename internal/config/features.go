@@ -34,6 +34,47 @@ type AppHealth struct {
 // Enabled reports whether health-gated candidacy is on.
 func (a AppHealth) Enabled() bool { return a.URL != "" }
 
+// AppRank configures data-aware failover: the app's rank endpoint is
+// probed on the health check's schedule, and the rank ranks this instance
+// as a successor (package member's CompareRanks).
+type AppRank struct {
+	// URL is probed with GET (LEASEHOLD_APP_RANK_URL; empty turns the
+	// feature off).
+	URL string
+	// Timeout and Interval are the health check's
+	// (LEASEHOLD_APP_HEALTH_TIMEOUT, LEASEHOLD_APP_HEALTH_INTERVAL).
+	Timeout, Interval time.Duration
+}
+
+// Enabled reports whether data-aware failover is on.
+func (a AppRank) Enabled() bool { return a.URL != "" }
+
+// Config is the rank prober's configuration: what apphealth.NewRank needs
+// besides the clock, client, logger and OnRank.
+func (a AppRank) Config() apphealth.RankConfig {
+	return apphealth.RankConfig{URL: a.URL, Timeout: a.Timeout, Interval: a.Interval}
+}
+
+// appRank checks rule 13 against the election e (rule 1's).
+func appRank(s spec, e Election) (AppRank, error) {
+	if s.AppRankURL == "" {
+		return AppRank{}, nil
+	}
+	switch {
+	case e.Grouped():
+		return AppRank{}, errorf(varAppRankURL, "set with a lease group (%s): one app's rank ranks it for one Lease; unset one", groupVars(s))
+	case !e.Candidate:
+		return AppRank{}, errorf(varCandidate, "false (an observer, which is never a successor) together with %s (data-aware failover): unset one", varAppRankURL)
+	}
+	a := AppRank{URL: s.AppRankURL, Timeout: s.AppHealthTimeout, Interval: s.AppHealthInterval}
+	rc := a.Config()
+	vars := fieldVars{"apphealth.URL": varAppRankURL, "apphealth.Timeout": varAppHealthTimeout, "apphealth.Interval": varAppHealthInterval}
+	if err := fromRule(rc.Validate(), vars, ""); err != nil {
+		return AppRank{}, err
+	}
+	return a, nil
+}
+
 // PodRef names the Pod the sidecar runs in.
 type PodRef struct {
 	Namespace string // POD_NAMESPACE, else the service-account namespace file
@@ -61,7 +102,7 @@ var appHealthVars = fieldVars{
 func appHealth(s spec) (AppHealth, error) {
 	if s.AppHealthURL == "" {
 		for _, v := range []string{varAppHealthTimeout, varAppHealthInterval, varAppHealthFailureThreshold, varAppHealthSuccessThreshold} {
-			if _, set := os.LookupEnv(v); set {
+			if _, set := os.LookupEnv(v); set && (s.AppRankURL == "" || v == varAppHealthFailureThreshold || v == varAppHealthSuccessThreshold) {
 				return AppHealth{}, errorf(v, "has no effect without %s; set both or neither", varAppHealthURL)
 			}
 		}

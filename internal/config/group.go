@@ -42,13 +42,18 @@ type Election struct {
 	// Priority ranks this instance as a successor (LEASEHOLD_PRIORITY,
 	// default 0; only with Handover): the highest wins, then the newest.
 	Priority int64
+	// Ranked is data-aware failover (LEASEHOLD_APP_RANK_URL, one Lease
+	// only): the app's rank orders successors before Priority, and a
+	// candidate defers to better-ranked members when the Lease becomes
+	// free. It needs membership, as Handover does.
+	Ranked bool
 }
 
 // MemberGroup is the name members are grouped under: the group's, or with
-// a single Lease and Handover the Lease's own; "" without membership (a
-// single Lease handed to anyone).
+// a single Lease and Handover or Ranked the Lease's own; "" without
+// membership (a single Lease handed to anyone).
 func (e Election) MemberGroup() string {
-	if e.Group == "" && e.Handover {
+	if e.Group == "" && (e.Handover || e.Ranked) {
 		return e.Leases[0]
 	}
 	return e.Group
@@ -119,14 +124,14 @@ func election(s spec) (Election, error) {
 }
 
 // handover checks rule 11: LEASEHOLD_HANDOVER is any or successor (unset:
-// successor for a candidate of a balanced group, else any),
+// successor for a candidate of a balanced group and with Ranked, else any),
 // LEASEHOLD_PRIORITY only with successor set, and successor set not with
 // an observer (which holds nothing to hand over).
 func handover(s spec, e *Election) error {
 	mode := strings.ToLower(strings.TrimSpace(s.Handover))
 	switch mode {
 	case "":
-		e.Handover = e.Group != "" && e.Balance && e.Candidate
+		e.Handover = (e.Group != "" && e.Balance && e.Candidate) || e.Ranked
 	case "any":
 	case "successor":
 		e.Handover = true
@@ -134,7 +139,7 @@ func handover(s spec, e *Election) error {
 		return errorf(varHandover, "%q must be any (release to any candidate) or successor (hand over to the member with the highest %s, newest first)", s.Handover, varPriority)
 	}
 	switch {
-	case s.Priority != nil && mode != "successor":
+	case s.Priority != nil && mode != "successor" && !(mode == "" && e.Ranked):
 		return errorf(varPriority, "has no effect without %s=successor", varHandover)
 	case mode == "successor" && !e.Candidate:
 		return errorf(varHandover, "successor together with %s=false: an observer holds nothing to hand over; unset one", varCandidate)
@@ -158,6 +163,7 @@ func (c Config) ElectionConfig() decide.Config {
 		RetryPeriod:      c.RetryPeriod,
 		ReleaseOnStop:    c.ReleaseOnShutdown,
 		AdvertiseAddress: c.AdvertiseAddress,
+		FencingFloor:     c.FencingFloor,
 		// No term before the app was seen healthy; an observer never
 		// campaigns.
 		StartWithdrawn: c.AppHealth.Enabled() || !c.Candidate,
@@ -165,7 +171,7 @@ func (c Config) ElectionConfig() decide.Config {
 }
 
 // GroupConfig is the lease group's configuration (with a group, or a single
-// Lease with Handover: a greedy group of one Lease, for its membership):
+// Lease with Handover or Ranked: a greedy group of one Lease, for its membership):
 // what group.New needs besides the Lease client, clock, logger,
 // registerer and start time.
 func (c Config) GroupConfig() group.Config {
@@ -177,6 +183,9 @@ func (c Config) GroupConfig() group.Config {
 		Balance:   c.Balance && c.Grouped(),
 		Handover:  c.Handover,
 		Priority:  c.Priority,
+
+		Rank:       c.Ranked,
+		RankPeriod: c.AppRank.Interval,
 	}
 }
 
@@ -194,7 +203,7 @@ func (c Config) validateElection(s spec) error {
 	}
 	if !c.Grouped() {
 		ec := c.ElectionConfig()
-		if err := fromRule(ec.Validate(), vars, ""); err != nil || !c.Handover {
+		if err := fromRule(ec.Validate(), vars, ""); err != nil || c.MemberGroup() == "" {
 			return err
 		}
 		// Membership under the Lease's own name.

@@ -141,8 +141,12 @@ func Noticeable(last, report decide.Report) bool {
 		last.FreeAt.IsZero() != report.FreeAt.IsZero() || last.ReservedFor != report.ReservedFor
 }
 
-// accept turns a caller's request into an input, with an ID for its reply.
+// accept turns a caller's request into an input, with an ID for its reply
+// (a SetGeneration has none).
 func (d *driver) accept(req request) decide.Input {
+	if req.generation != nil {
+		return *req.generation // no reply: the caller does not wait
+	}
 	d.nextID++
 	d.replies[d.nextID] = req.reply
 	if req.release != nil {
@@ -221,6 +225,7 @@ func (d *driver) publish(r decide.Report) {
 		Term:          r.Term,
 		Token:         r.Token,
 		LeaderAddress: r.LeaderAddress,
+		Generation:    r.Generation,
 		ReservedFor:   r.ReservedFor,
 		HandedOver:    r.HandedOver,
 		AcquiredAt:    r.AcquiredAt,

@@ -40,9 +40,10 @@ type Elector struct {
 // request asks the loop to feed input (a Release or SetCandidate, whose ID
 // the loop assigns) to the decision core, and to send its Reply to reply.
 type request struct {
-	release   *decide.Release
-	candidacy *decide.SetCandidate
-	reply     chan decide.Reply // buffered: the loop never blocks on it
+	release    *decide.Release
+	candidacy  *decide.SetCandidate
+	generation *decide.SetGeneration // no reply
+	reply      chan decide.Reply     // buffered: the loop never blocks on it
 }
 
 // New checks cfg and returns an Elector that has not started campaigning.
@@ -171,6 +172,22 @@ func (e *Elector) SetCandidate(ctx context.Context, candidate bool, reason strin
 // (decide.SetCandidate.RefuseHandovers).
 func (e *Elector) Leave(ctx context.Context, reason string, to Heir) (bool, error) {
 	return e.call(ctx, request{candidacy: &decide.SetCandidate{Reason: reason, To: to.Identity, Witness: to.Witness, RefuseHandovers: true}})
+}
+
+// SetGeneration gives the generation of the app's data (its rank probe's;
+// "" when unknown), which a leader with decide.Config.PublishGeneration
+// writes on the Lease with its next acquire or renewal. It returns once
+// the loop has it.
+func (e *Elector) SetGeneration(ctx context.Context, generation string) error {
+	req := request{generation: &decide.SetGeneration{Generation: generation}}
+	select {
+	case e.requests <- req:
+		return nil
+	case <-e.done:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Hold holds the term with token, if this instance leads it now: a

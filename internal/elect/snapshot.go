@@ -28,6 +28,10 @@ type Snapshot struct {
 	// "" when it has none or there is no holder. Like Holder it says nothing
 	// of validity: use ValidLeaderAddress.
 	LeaderAddress string
+	// Generation is the generation last published on the Lease
+	// (decide.GenerationAnnotation; own while leading), "" when none.
+	// Changes alone do not move Index.
+	Generation string
 	// ReservedFor is the successor the last holder handed the Lease to,
 	// while it goes first (until FreeAt for others; this instance's own
 	// identity when handed to it); "" otherwise. Changes alone do not move

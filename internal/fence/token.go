@@ -10,7 +10,7 @@ import (
 // Annotation is the Lease annotation on which the holder publishes its
 // term's token, so that every instance and kubectl can read it. The write
 // that acquires a term removes it; the holder's next write publishes it.
-const Annotation = "leasehold.io/fencing-token"
+const Annotation = api.FencingTokenAnnotation
 
 // Token is a fencing token. Tokens of later terms are larger. The zero Token
 // means "no token known" and is never the token of a term. It is the API's

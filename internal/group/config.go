@@ -46,6 +46,14 @@ type Config struct {
 	// choice of a successor (MemberInfo); StartedAt zero is not published.
 	Priority  int64
 	StartedAt time.Time
+	// Rank turns on data-aware failover (a greedy group: not with
+	// Balance): SetRank's rank is published on the member Lease and its
+	// generation on each Lease this member holds; successors are chosen
+	// by rank first, and a candidate defers to better-ranked live members
+	// when a Lease becomes free (member.Deferral). RankPeriod is the rank
+	// prober's period.
+	Rank       bool
+	RankPeriod time.Duration
 
 	// Leases reads and writes the Leases of the namespace.
 	Client LeaseClient
@@ -70,7 +78,9 @@ type Config struct {
 //     Lease names (MemberLeaseName: <name>-member-<hash>, a DNS subdomain);
 //   - there are 1 to MaxLeases Leases, none listed twice;
 //   - Election satisfies decide.Config.Validate, with the first Lease as its
-//     Name.
+//     Name;
+//   - Rank is not set together with Balance, and has a positive
+//     RankPeriod.
 func (c *Config) Validate() error {
 	name := rule.Field{Name: "Name", Label: "group name", Value: c.Name}
 	if errs := validation.IsValidLabelValue(c.Name); len(errs) > 0 || c.Name == "" {
@@ -92,6 +102,11 @@ func (c *Config) Validate() error {
 		}
 		seen[l] = true
 	}
+	if c.Rank && (c.Balance || c.RankPeriod <= 0) {
+		return rule.Errorf(component, "%s needs a group that is not balanced (%s) and a positive %s",
+			rule.Field{Name: "Rank", Label: "rank", Value: c.Rank}, rule.Field{Name: "Balance", Label: "balance", Value: c.Balance},
+			rule.Field{Name: "RankPeriod", Label: "rank period", Value: c.RankPeriod})
+	}
 	e := c.Election
 	e.Name = c.Leases[0]
 	return e.Validate()
@@ -101,12 +116,14 @@ func (c *Config) Validate() error {
 // campaigns only for what its plan gives it; an observer never does; a
 // greedy member campaigns for all once fit. A balanced member's plan
 // decides what it keeps: a Lease handed to it is taken even while its
-// elector is withdrawn.
+// elector is withdrawn. So is one handed to a ranked member while it
+// defers; its leader publishes its generation.
 func (c *Config) electionConfig(name string) decide.Config {
 	ec := c.Election
 	ec.Name = name
 	ec.StartWithdrawn = !c.Candidate || c.Balance || c.Election.StartWithdrawn
-	ec.AcceptHandovers = c.Candidate && c.Balance
+	ec.AcceptHandovers = c.Candidate && (c.Balance || c.Rank)
+	ec.PublishGeneration = c.Candidate && c.Rank
 	return ec
 }
 
@@ -123,6 +140,8 @@ func (c *Config) memberConfig() member.Config {
 		Handover:       c.Handover,
 		Info:           member.Info{Priority: c.Priority, StartedAt: c.StartedAt},
 		StartUnfit:     c.Election.StartWithdrawn,
+		Ranked:         c.Rank,
+		RankPeriod:     c.RankPeriod,
 	}
 }
 

@@ -87,6 +87,9 @@ func (d *driver) run(ctx context.Context, failed <-chan error) error {
 			in = member.CandidacyDone{Lease: i}
 		case c := <-d.inputs:
 			in, taken = c.in, c.taken
+			if r, ok := in.(member.SetRank); ok {
+				d.rank.Store(&r)
+			}
 		case <-timer.C():
 			in = member.Tick{}
 		}

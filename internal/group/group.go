@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,9 @@ import (
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/group/member"
 )
+
+// Rank is an app's rank for data-aware failover (member.Rank).
+type Rank = member.Rank
 
 // MemberLabel marks a member Lease with the name of its group.
 const MemberLabel = member.Label
@@ -48,6 +52,7 @@ type Group struct {
 	members atomic.Pointer[member.Members]
 	writes  atomic.Pointer[[]member.Write]
 	heirs   atomic.Pointer[[]member.Heir]
+	rank    atomic.Pointer[member.SetRank] // as the loop last applied it (Rank)
 	started atomic.Bool
 	done    chan struct{}
 }
@@ -168,6 +173,57 @@ func (g *Group) SetCandidate(ctx context.Context, fit bool, reason string) (bool
 	return false, g.input(ctx, member.SetFit{Fit: fit, Reason: reason})
 }
 
+// SetRank gives this member's app's rank as probed at observedAt (the
+// zero Rank: the app did not answer) to the membership, which publishes it
+// (Config.Rank), and its generation to every elector, whose leader
+// publishes it on its Lease. It returns once both have it.
+func (g *Group) SetRank(ctx context.Context, rank member.Rank, observedAt time.Time) error {
+	if g.machine == nil || !g.cfg.Rank {
+		return nil
+	}
+	for _, e := range g.electors {
+		if err := e.SetGeneration(ctx, rank.Generation); err != nil {
+			return err
+		}
+	}
+	return g.input(ctx, member.SetRank{Rank: rank, ObservedAt: observedAt})
+}
+
+// RankStatus is data-aware failover's view of one Lease: this member's
+// rank, the generation last published on the Lease, and the best
+// candidate for it now.
+type RankStatus struct {
+	Own        member.Rank
+	ObservedAt time.Time // when Own was probed; zero before the first probe
+	// LeaseGeneration is the generation last published on the Lease ("":
+	// none), the reference of the order.
+	LeaseGeneration string
+	// Best is the best-ranked live member that serves the Lease and does
+	// not decline it, this one included (member.Best); "" when there is
+	// none or the membership is not listed yet (Listed false).
+	Best   string
+	Listed bool
+}
+
+// Rank is the RankStatus of election i as published at the moment of
+// asking (the membership view, the election's snapshot and the rank the
+// loop last applied, each immutable).
+func (g *Group) Rank(i int) RankStatus {
+	var st RankStatus
+	if r := g.rank.Load(); r != nil {
+		st.Own, st.ObservedAt = r.Rank, r.ObservedAt
+	}
+	st.LeaseGeneration = g.electors[i].Snapshot().Generation
+	members := g.members.Load()
+	if members == nil || !members.Listed {
+		return st
+	}
+	st.Listed = true
+	self := g.cfg.Election.Identity
+	st.Best = member.Best(self, st.Own, slices.Contains(members.Identities, self), g.cfg.Leases[i], st.LeaseGeneration, members)
+	return st
+}
+
 // input hands in to the loop and waits until it has been applied.
 func (g *Group) input(ctx context.Context, in member.Input) error {
 	call := groupCall{in: in, taken: make(chan struct{})}
@@ -239,7 +295,7 @@ func states(s Snapshot) []member.LeaseState {
 	out := make([]member.LeaseState, len(s.Leases))
 	for i, e := range s.Leases {
 		out[i] = member.LeaseState{Name: e.Lease, Observed: e.Observed, Leading: e.Leading, Holder: e.Holder, FreeAt: e.FreeAt,
-			ReservedFor: e.ReservedFor, HandedOver: e.HandedOver}
+			ReservedFor: e.ReservedFor, HandedOver: e.HandedOver, Generation: e.Generation}
 	}
 	return out
 }

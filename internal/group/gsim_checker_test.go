@@ -299,10 +299,15 @@ func (c *gchecker) call(n *gnode, i int, call member.Call) {
 // carry them, the others' candidacy (goroutine hand-offs) and an acquire:
 // 8 crossings of the network (at most 2.5 typical latencies each in the
 // tail) and 10ms of hand-offs; plus a poll (1.2 retryPeriods on a slow
-// clock) if a member's watch of the Lease is down.
+// clock) if a member's watch of the Lease is down; with data-aware
+// failover (ranked), plus the rank deferral's bound (member.RankDeferBound,
+// on a slow clock) and a goroutine hand-off for the candidacy it ends.
 func (c *gchecker) takeoverBound(i int) time.Duration {
 	p := c.s.p
 	bound := 20*p.latency + 10*time.Millisecond
+	if p.ranked {
+		bound += time.Duration(float64(member.RankDeferBound(p.timing.LeaseDuration))/(1-p.drift)) + 10*time.Millisecond
+	}
 	for _, n := range c.members() {
 		if e := n.els[i]; e != nil && !e.watch.open {
 			return bound + time.Duration(1.2*float64(p.timing.RetryPeriod)/(1-p.drift))

@@ -81,6 +81,7 @@ type gsim struct {
 	seed   uint64
 	rng    *rand.Rand
 	x      *rand.Rand // draws of declines, observers and the newer faults
+	ranks  *rand.Rand // draws of the apps' ranks (ranked): a stream of its own
 	p      gparams
 	cfg    Config // the group's settings: its timings are p.timing
 	base   time.Time
@@ -147,6 +148,9 @@ type gparams struct {
 	handover bool
 	// greedy: every member campaigns for every Lease (Config.Balance false).
 	greedy bool
+	// ranked: data-aware failover (Config.Rank, greedy groups only): each
+	// member's app reports a rank that changes now and then (gsim.ranks).
+	ranked bool
 	// together: the first nodes start within a few milliseconds of each
 	// other, on fresh Leases.
 	together bool
@@ -341,7 +345,11 @@ func newGSim(seed uint64) *gsim {
 			p.leftovers = 1 + x.IntN(3)
 		}
 	}
-	return buildGSim(seed, rng, x, p)
+	ranks := rand.New(rand.NewPCG(seed, 0x4a4b))
+	p.ranked = p.greedy && ranks.IntN(2) == 0
+	s := buildGSim(seed, rng, x, p)
+	s.ranks = ranks
+	return s
 }
 
 // cleanScaleUp makes p a clean scale-up: one node, then joiners more.
@@ -354,7 +362,8 @@ func (p *gparams) cleanScaleUp(joiners int) {
 func buildGSim(seed uint64, rng, x *rand.Rand, p gparams) *gsim {
 	s := &gsim{
 		seed: seed, rng: rng, x: x, p: p, named: map[string]bool{}, observers: map[string]bool{},
-		cfg:   Config{Name: gsimGroup, Election: p.timing, Candidate: true, Balance: !p.greedy, Handover: p.handover},
+		cfg: Config{Name: gsimGroup, Election: p.timing, Candidate: true, Balance: !p.greedy, Handover: p.handover,
+			Rank: p.ranked, RankPeriod: p.timing.RetryPeriod},
 		base:  time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		store: newGStore(), index: map[string]int{}, memberWrites: map[string]time.Duration{},
 		end: math.MaxInt64,
@@ -630,7 +639,32 @@ func (s *gsim) startNode(t time.Duration, observer bool) {
 		n.core = &gcore{m: m, watch: gstream{backoff: s.cfg.requestTimeout()}, lastCall: map[int]member.Call{}}
 		s.coreStep(n, member.Start{})
 		s.openMemberWatch(n)
+		if s.p.ranked {
+			s.rankChange(n)
+		}
 	})
+}
+
+// rankChange has n's app report a rank, as the rank prober does every
+// probe period: now and then a new one (a few generations, positions that
+// collide now and then), or none (the probe failed); the generation goes
+// to every election (Group.SetRank). It repeats while n lives.
+func (s *gsim) rankChange(n *gnode) {
+	if !n.alive || n.stopping {
+		return
+	}
+	var r member.Rank
+	if s.ranks.IntN(5) != 0 {
+		r = member.Rank{Known: true, Generation: fmt.Sprintf("h%d", s.ranks.IntN(3)), Position: int64(s.ranks.IntN(8))}
+	}
+	s.in(n, func() {
+		for _, e := range n.elections() {
+			s.step(n, e, decide.SetGeneration{Generation: r.Generation})
+		}
+		s.coreStep(n, member.SetRank{Rank: r, ObservedAt: n.clock.at(s.now)})
+	})
+	every := s.p.timing.RetryPeriod * time.Duration(1+s.ranks.IntN(6))
+	s.at(s.now+every, func() { s.rankChange(n) })
 }
 
 // step feeds one input to an election's Machine and carries out its
@@ -1159,7 +1193,7 @@ func (s *gsim) states(n *gnode) []member.LeaseState {
 	for _, i := range n.served {
 		r := n.els[i].report
 		out = append(out, member.LeaseState{Name: s.leases[i], Observed: r.Observed, Leading: r.Leading, Holder: r.Holder, FreeAt: r.FreeAt,
-			ReservedFor: r.ReservedFor, HandedOver: r.HandedOver})
+			ReservedFor: r.ReservedFor, HandedOver: r.HandedOver, Generation: r.Generation})
 	}
 	n.core.states = out
 	return out

@@ -157,6 +157,9 @@ type Options struct {
 	// AppHealth, when not nil, is reported in every status (health-gated
 	// candidacy; *apphealth.Prober satisfies it).
 	AppHealth AppHealthSource
+	// Rank, when not nil, is reported in every status of the one Lease
+	// (data-aware failover; group.Group.Rank of it).
+	Rank func() group.RankStatus
 	// Advertises puts leaderAddress in every status (api.LeaderAddress):
 	// the sidecar has an advertised address (LEASEHOLD_ADVERTISE_ADDRESS).
 	// Without it, answers stay as they were before the field existed.
@@ -197,8 +200,9 @@ type Server struct {
 	byName    map[string]Election // elections by Lease name
 	names     []string            // the Lease names, in configured order
 
-	appHealth     AppHealthSource // nil when health-gated candidacy is off
-	advertises    bool            // statuses carry leaderAddress (Options.Advertises)
+	appHealth     AppHealthSource         // nil when health-gated candidacy is off
+	rank          func() group.RankStatus // nil when data-aware failover is off
+	advertises    bool                    // statuses carry leaderAddress (Options.Advertises)
 	clock         clock.PassiveClock
 	leaseDuration time.Duration
 	log           *slog.Logger
@@ -238,6 +242,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		appHealth:     opts.AppHealth,
+		rank:          opts.Rank,
 		advertises:    opts.Advertises,
 		clock:         opts.Clock,
 		leaseDuration: opts.LeaseDuration,

@@ -62,6 +62,14 @@ func (s *Server) statusAt(snap *elect.Snapshot, now time.Time) Status {
 			LastError:            h.LastError,
 		}
 	}
+	if s.rank != nil {
+		r := s.rank()
+		st.Rank = &api.Rank{Known: r.Own.Known, Generation: r.Own.Generation, Position: r.Own.Position,
+			ObservedAt: timestamp(r.ObservedAt), LeaseGeneration: r.LeaseGeneration}
+		if r.Listed && r.Best != "" {
+			st.Rank.BestCandidate = &r.Best
+		}
+	}
 	st.HolderClock = holderClockOf(snap.HolderClock)
 	return st
 }

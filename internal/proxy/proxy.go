@@ -22,6 +22,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/rule"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // The headers the proxy sets. Every request header whose name starts with
@@ -31,10 +32,10 @@ const (
 	// HeaderFencingToken carries, on requests forwarded to the local app,
 	// the token of the term this instance validly led when the request was
 	// forwarded, in decimal.
-	HeaderFencingToken = "X-Leasehold-Fencing-Token"
+	HeaderFencingToken = api.FencingTokenHeader
 	// HeaderTerm carries, beside HeaderFencingToken, that term's number
 	// (the Lease's leaseTransitions): for people, not a token.
-	HeaderTerm = "X-Leasehold-Term"
+	HeaderTerm = api.TermHeader
 	// HeaderForwarded is the loop guard: a follower sets it on the requests
 	// it forwards to the leader's proxy, with its own marker as the value.
 	// A proxy that is not the valid leader answers such a request with 503

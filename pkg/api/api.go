@@ -22,6 +22,26 @@ import (
 // an answer describes (Status.Index; for GET /v1/leases, Leases.Index).
 const IndexHeader = "X-Leasehold-Index"
 
+// The headers the forwarding proxy (LEASEHOLD_PROXY_ADDR) sets on each
+// request it delivers to the app, for the app to stamp its writes with.
+const (
+	// FencingTokenHeader carries the token of the term the instance validly
+	// led when it forwarded the request, in decimal (FencingToken.String).
+	FencingTokenHeader = "X-Leasehold-Fencing-Token"
+	// TermHeader carries, beside FencingTokenHeader, that term's number (the
+	// Lease's leaseTransitions): for people, not a token.
+	TermHeader = "X-Leasehold-Term"
+)
+
+// FencingTokenAnnotation is the Lease annotation on which the holder
+// publishes its term's token (in decimal), so that every instance, kubectl
+// and monitoring can read it from the Lease. The write that acquires a term
+// removes it; the holder's next write publishes it. It is only a claim of
+// whoever last wrote the Lease: the token of a term is the resourceVersion
+// of the write that acquired it, which is smaller than the Lease's current
+// resourceVersion once the annotation is published.
+const FencingTokenAnnotation = "leasehold.io/fencing-token"
+
 // FencingToken is a fencing token: the token of a term is larger than that
 // of every earlier term of the same Lease, whoever held them, so storage that
 // refuses a write whose token is smaller than the largest it has seen refuses
@@ -82,6 +102,9 @@ type Status struct {
 	// AppHealth is the app's health as last probed; nil unless health-gated
 	// candidacy is on (LEASEHOLD_APP_HEALTH_URL).
 	AppHealth *AppHealth `json:"appHealth,omitempty"`
+	// Rank is data-aware failover's view; nil unless it is on
+	// (LEASEHOLD_APP_RANK_URL).
+	Rank *Rank `json:"rank,omitempty"`
 	// LastError is why the election's last request on the Lease failed (a
 	// missing namespace, a 403, a timeout); nil (JSON null) once it no
 	// longer holds. LastErrorAt is when; absent when LastError is nil.
@@ -152,6 +175,29 @@ type AppHealth struct {
 	LastSuccessAt string `json:"lastSuccessAt,omitempty"`
 	// LastError is why the latest probe failed; absent after a success.
 	LastError string `json:"lastError,omitempty"`
+}
+
+// Rank is data-aware failover's view of the Lease (LEASEHOLD_APP_RANK_URL):
+// this instance's app's rank as last probed, the generation the Lease's
+// last leader published, and the member that is the best candidate now.
+type Rank struct {
+	// Known is false before the app's first valid answer and after a
+	// failed probe: this instance then ranks last.
+	Known bool `json:"known"`
+	// Generation and Position are the app's answer ("" and 0 when not
+	// Known).
+	Generation string `json:"generation"`
+	Position   int64  `json:"position"`
+	// ObservedAt is when the latest probe completed; absent before the
+	// first.
+	ObservedAt string `json:"observedAt,omitempty"`
+	// LeaseGeneration is the generation last published on the Lease by its
+	// holder, "" when none: candidates of that generation go first.
+	LeaseGeneration string `json:"leaseGeneration"`
+	// BestCandidate is the identity of the best-ranked live member (this
+	// instance included), the one a failover now promotes; nil (JSON null)
+	// until the membership is known, or when there is no member.
+	BestCandidate *string `json:"bestCandidate"`
 }
 
 // Leases is the body of GET /v1/leases: every Lease's status, in configured

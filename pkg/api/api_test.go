@@ -114,6 +114,7 @@ func jsonFields(typ reflect.Type) map[string]jsonField {
 var wireTypes = map[string]reflect.Type{
 	"Status":    reflect.TypeFor[api.Status](),
 	"AppHealth": reflect.TypeFor[api.AppHealth](),
+	"Rank":      reflect.TypeFor[api.Rank](),
 	"Leases":    reflect.TypeFor[api.Leases](),
 	"Token":     reflect.TypeFor[api.Token](),
 	"Release":   reflect.TypeFor[api.Release](),

@@ -154,8 +154,11 @@ test come from here. It checks the values first (leasehold.validate).
 {{/*
 leasehold.validate renders nothing: it fails, with a message naming the
 values, on the combinations the sidecar refuses at start (it would exit 2)
-that values.schema.json cannot express (rules 12 and 13 of the sidecar's
-configuration).
+that values.schema.json cannot express: the lease group's, observer's,
+handover's and proxy's rules, and the timings' relations
+(leasehold.validateTimings); and on both monitors at once. Every rendering
+runs it (templates/validate.yaml), and so does every include of
+leasehold.env or leasehold.container from another chart.
 */}}
 {{- define "leasehold.validate" -}}
 {{- $grouped := include "leasehold.grouped" . }}
@@ -208,17 +211,63 @@ configuration).
 {{- if and (not .Values.candidate) .Values.appHealth.url }}
 {{- fail (printf "candidate=false (an observer, which never campaigns) together with appHealth.url=%q (health-gated candidacy): unset one" .Values.appHealth.url) }}
 {{- end }}
+{{- include "leasehold.validateTimings" . }}
+{{- if and .Values.metrics.serviceMonitor.enabled .Values.metrics.podMonitor.enabled }}
+{{- fail "metrics.serviceMonitor.enabled and metrics.podMonitor.enabled are both true: Prometheus would scrape every Pod twice (two series for each, double counts in every sum); enable one of them" }}
+{{- end }}
 {{- end }}
 
 {{/*
-The sidecar image: by digest if one is set, else by tag (default: the
-chart's appVersion).
+leasehold.validateTimings renders nothing: it fails on the timings the
+sidecar refuses at start (decide.Config.Validate, and with appHealth.url
+apphealth.Config.Validate: rules 4 and 7 of its configuration), in the
+sidecar's order and with the sidecar's own message (the durations shown as
+Go shows them), followed by the values to change. values.schema.json has
+already checked each value's form.
+*/}}
+{{- define "leasehold.validateTimings" -}}
+{{- $ns := dict }}
+{{- range $name, $value := .Values.timings }}
+{{- $_ := set $ns $name (include "leasehold.durationNanos" $value | atoi) }}
+{{- end }}
+{{- $lease := $ns.leaseDuration }}{{ $renew := $ns.renewDeadline }}{{ $retry := $ns.retryPeriod }}
+{{- $show := dict "lease" (include "leasehold.durationString" $lease) "renew" (include "leasehold.durationString" $renew) "retry" (include "leasehold.durationString" $retry) }}
+{{- if or (lt $lease 1000000000) (ne (mod $lease 1000000000) 0) }}
+{{- fail (printf "LEASEHOLD_LEASE_DURATION: leaseDuration (%s) must be a whole number of seconds and at least 1s (set timings.leaseDuration)" $show.lease) }}
+{{- else if le $retry 0 }}
+{{- fail (printf "LEASEHOLD_RETRY_PERIOD: retryPeriod (%s) must be greater than 0 (set timings.retryPeriod)" $show.retry) }}
+{{- else if or (le $renew 0) (le (mul $renew 5) (mul $retry 6)) }}
+{{- fail (printf "LEASEHOLD_RENEW_DEADLINE=%s must be greater than 1.2 × LEASEHOLD_RETRY_PERIOD=%s (set timings.renewDeadline, timings.retryPeriod)" $show.renew $show.retry) }}
+{{- else if ge $retry (sub $lease $renew) }}
+{{- fail (printf "LEASEHOLD_RENEW_DEADLINE=%s + LEASEHOLD_RETRY_PERIOD=%s must be less than LEASEHOLD_LEASE_DURATION=%s (set timings.renewDeadline, timings.retryPeriod, timings.leaseDuration)" $show.renew $show.retry $show.lease) }}
+{{- end }}
+{{- with .Values.appHealth }}
+{{- if .url }}
+{{- $timeout := include "leasehold.durationNanos" .timeout | atoi }}
+{{- $interval := include "leasehold.durationNanos" .interval | atoi }}
+{{- if le $timeout 0 }}
+{{- fail (printf "LEASEHOLD_APP_HEALTH_TIMEOUT: timeout (%s) must be greater than 0 (set appHealth.timeout)" (include "leasehold.durationString" $timeout)) }}
+{{- else if le $interval 0 }}
+{{- fail (printf "LEASEHOLD_APP_HEALTH_INTERVAL: interval (%s) must be greater than 0 (set appHealth.interval)" (include "leasehold.durationString" $interval)) }}
+{{- else if gt $timeout $interval }}
+{{- fail (printf "LEASEHOLD_APP_HEALTH_TIMEOUT=%s must not exceed LEASEHOLD_APP_HEALTH_INTERVAL=%s (set appHealth.timeout, appHealth.interval)" (include "leasehold.durationString" $timeout) (include "leasehold.durationString" $interval)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The sidecar image: <registry>/<repository> (repository alone when registry
+is empty), by digest if one is set (the tag is then ignored), else by tag
+(default: the chart's appVersion).
 */}}
 {{- define "leasehold.image" -}}
+{{- $name := .Values.image.repository }}
+{{- with .Values.image.registry }}{{ $name = printf "%s/%s" . $name }}{{ end }}
 {{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- printf "%s@%s" $name .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- printf "%s:%s" $name (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 {{- end }}
 
@@ -346,7 +395,7 @@ put it under containers (see README.md for the shutdown caveat).
 */}}
 {{- define "leasehold.container" -}}
 {{- if and .Values.nativeSidecar (semverCompare "<1.29.0-0" .Capabilities.KubeVersion.Version) }}
-{{- fail (printf "nativeSidecar needs Kubernetes >= 1.29 (this cluster: %s); set nativeSidecar=false and run leasehold as a plain container" .Capabilities.KubeVersion.Version) }}
+{{- fail (printf "nativeSidecar needs Kubernetes >= 1.29 (this cluster: %s; helm template without a cluster assumes the version built into helm: pass your cluster's with --kube-version); on an older cluster set nativeSidecar=false and run leasehold as a plain container" .Capabilities.KubeVersion.Version) }}
 {{- end -}}
 - name: leasehold
   image: {{ include "leasehold.image" . | quote }}
@@ -424,7 +473,7 @@ is nothing to select, and rendering a monitor fails.
 {{- include "leasehold.selectorLabels" . }}
 app.kubernetes.io/component: demo
 {{- else }}
-{{- fail "metrics.podSelector is required for metrics.serviceMonitor and metrics.podMonitor unless demo.enabled: set it to the labels of the Pods that run the leasehold sidecar" }}
+{{- fail "metrics.podSelector is required for metrics.serviceMonitor, metrics.podMonitor and networkPolicy unless demo.enabled: set it to the labels of the Pods that run the leasehold sidecar" }}
 {{- end }}
 {{- end }}
 

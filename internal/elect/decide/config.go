@@ -49,6 +49,19 @@ type Config struct {
 	// (LeaderAddressAnnotation), and taken off by the release, so that every
 	// instance can report the current holder's address.
 	AdvertiseAddress string
+	// FencingFloor makes every write that starts a term (an acquire, a
+	// handover) publish fence.FloorAnnotation: the replaced record's
+	// resourceVersion + 1, a floor for the new term's token that is above
+	// every earlier term's, so that an admission policy comparing tokens
+	// with the Lease (leasehold fencing-policy) refuses the earlier terms'
+	// writes from the acquiring write on instead of from the first renewal.
+	// Without it, a term-starting write takes any floor off.
+	FencingFloor bool
+	// PublishGeneration writes the generation SetGeneration last gave (the
+	// app's rank, for data-aware failover) on every acquire and renewal
+	// (GenerationAnnotation), so that the candidates know the last
+	// leader's when it is gone. Off, the annotation is left as it is.
+	PublishGeneration bool
 }
 
 // Validate checks c's rules and returns the first broken one as a

@@ -91,16 +91,23 @@ type Stop struct {
 	Witness string
 }
 
+// SetGeneration is the generation of this instance's app's data as its
+// rank probe last saw it, "" when unknown (then the last known one stays
+// published). With Config.PublishGeneration it is written on the record
+// with the next acquire or renewal; otherwise it is ignored. No Reply.
+type SetGeneration struct{ Generation string }
+
 // HoldsCleared answers Output.AwaitHolds: no hold on that term remains.
 type HoldsCleared struct{}
 
-func (Start) isInput()        {}
-func (Tick) isInput()         {}
-func (Observed) isInput()     {}
-func (WatchUp) isInput()      {}
-func (WatchDown) isInput()    {}
-func (Result) isInput()       {}
-func (Release) isInput()      {}
-func (SetCandidate) isInput() {}
-func (Stop) isInput()         {}
-func (HoldsCleared) isInput() {}
+func (Start) isInput()         {}
+func (Tick) isInput()          {}
+func (Observed) isInput()      {}
+func (WatchUp) isInput()       {}
+func (WatchDown) isInput()     {}
+func (Result) isInput()        {}
+func (Release) isInput()       {}
+func (SetCandidate) isInput()  {}
+func (Stop) isInput()          {}
+func (SetGeneration) isInput() {}
+func (HoldsCleared) isInput()  {}

@@ -50,6 +50,8 @@ type Machine struct {
 
 	term *term // nil when not leading
 
+	generation string // this instance's app's, as SetGeneration last gave it (PublishGeneration)
+
 	watchUp       bool
 	nextPoll      time.Time // candidates without a watch read at this time
 	needRead      bool      // what is known may be out of date: read before acting
@@ -159,6 +161,10 @@ func (m *Machine) handle(now time.Time, in Input) {
 	case Release:
 		m.stayOutUntil = now.Add(in.StayOut)
 		m.leave(now, "release requested", in.ID, in.To, in.Witness)
+	case SetGeneration:
+		if m.cfg.PublishGeneration && in.Generation != "" {
+			m.generation = in.Generation
+		}
 	case SetCandidate:
 		if in.Candidate {
 			if m.withdrawn {
@@ -335,6 +341,7 @@ func (m *Machine) report(now time.Time) Report {
 		Holder:        holderOf(m.lease),
 		Term:          transitionsOf(m.lease),
 		LeaderAddress: addressOf(m.lease),
+		Generation:    generationOf(m.lease),
 		ObservedAt:    m.seenAt,
 		Observed:      m.known,
 		WatchUp:       m.watchUp,
@@ -358,6 +365,9 @@ func (m *Machine) report(now time.Time) Report {
 		r.Leading, r.ValidUntil = true, m.term.validUntil
 		r.Holder, r.Term, r.Token = m.cfg.Identity, m.term.transitions, m.term.token
 		r.LeaderAddress = m.cfg.AdvertiseAddress
+		if m.generation != "" {
+			r.Generation = m.generation
+		}
 		r.AcquiredAt = m.term.acquireTime
 	} else if t := m.holdersToken(); t >= m.reportedFloor {
 		r.Token = t

@@ -104,6 +104,10 @@ type Report struct {
 	// it on the record; "" when it has none or there is no holder. It says
 	// nothing of validity: a holder leads validly only before FreeAt.
 	LeaderAddress string
+	// Generation is the generation last published on the record
+	// (GenerationAnnotation), this instance's own while it leads and knows
+	// one; "" when none. It is the reference of a successor's rank.
+	Generation string
 	// ReservedFor is the successor a signed release was handed to, while
 	// it goes first (others wait until FreeAt); "" otherwise. It is this
 	// instance's own identity when the Lease was handed to it.

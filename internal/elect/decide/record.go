@@ -42,6 +42,21 @@ const (
 	LeaderAddressOfAnnotation = "leasehold.io/leader-address-of"
 )
 
+// GenerationAnnotation is where a holder with Config.PublishGeneration
+// writes its app's generation, on every acquire and renewal. A release
+// and a handover leave it: it stays the last leader's until the next
+// holder writes its own, which is what candidates compare their own
+// generations with when the holder is gone.
+const GenerationAnnotation = "leasehold.io/generation"
+
+// generationOf is the generation last published on l, "" when none.
+func generationOf(l *coordinationv1.Lease) string {
+	if l == nil {
+		return ""
+	}
+	return l.Annotations[GenerationAnnotation]
+}
+
 // addressOf is the advertised address of l's holder, "" when it has none,
 // the record is empty, or the address was written by another holder.
 func addressOf(l *coordinationv1.Lease) string {

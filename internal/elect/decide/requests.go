@@ -75,6 +75,8 @@ func (m *Machine) acquisition(now time.Time) *coordinationv1.Lease {
 	desired.Spec.RenewTime = &stamp
 	desired.Spec.LeaseTransitions = &transitions
 	m.advertise(desired)
+	m.publishFloor(desired, m.lease.ResourceVersion)
+	m.publishGeneration(desired)
 	return desired
 }
 
@@ -97,7 +99,20 @@ func (m *Machine) renewal(now time.Time) *coordinationv1.Lease {
 	delete(desired.Annotations, ReleasedForAnnotation)
 	delete(desired.Annotations, HandedOverAnnotation)
 	m.advertise(desired)
+	m.publishGeneration(desired)
 	return desired
+}
+
+// publishGeneration writes this instance's generation on a record it is
+// about to hold (Config.PublishGeneration), when it knows one.
+func (m *Machine) publishGeneration(desired *coordinationv1.Lease) {
+	if !m.cfg.PublishGeneration || m.generation == "" {
+		return
+	}
+	if desired.Annotations == nil {
+		desired.Annotations = map[string]string{}
+	}
+	desired.Annotations[GenerationAnnotation] = m.generation
 }
 
 // advertise writes this instance's address on a record it is about to
@@ -165,7 +180,24 @@ func (m *Machine) handoverOf(now time.Time, current *coordinationv1.Lease) *coor
 	for _, a := range []string{fence.Annotation, ReleasedByAnnotation, ReleasedForAnnotation, LeaderAddressAnnotation, LeaderAddressOfAnnotation} {
 		delete(handed.Annotations, a)
 	}
+	m.publishFloor(handed, current.ResourceVersion)
 	return handed
+}
+
+// publishFloor sets, on a write that starts a term and replaces the record
+// with resourceVersion replaced, the new term's token floor
+// (fence.FloorAnnotation) when Config.FencingFloor is on, and takes any
+// floor off otherwise.
+func (m *Machine) publishFloor(desired *coordinationv1.Lease, replaced string) {
+	floor, ok := fence.FloorAbove(replaced)
+	if !m.cfg.FencingFloor || !ok {
+		delete(desired.Annotations, fence.FloorAnnotation)
+		return
+	}
+	if desired.Annotations == nil {
+		desired.Annotations = map[string]string{}
+	}
+	desired.Annotations[fence.FloorAnnotation] = floor.String()
 }
 
 func (m *Machine) leaseSeconds() int32 {

@@ -46,10 +46,14 @@ type sim struct {
 	seed   uint64
 	rng    *rand.Rand
 	params simParams
-	base   time.Time     // real time 0
-	now    time.Duration // real time since base
-	seq    uint64
-	queue  eventQueue
+	// ranks draws the apps' generations (SetGeneration): a stream of its
+	// own, so that the histories of the other draws stay those of their
+	// seeds.
+	ranks *rand.Rand
+	base  time.Time     // real time 0
+	now   time.Duration // real time since base
+	seq   uint64
+	queue eventQueue
 
 	store     *store
 	instances []*instance
@@ -256,9 +260,12 @@ func newSim(seed uint64, mix simMix) *sim {
 	if mix == stressMix {
 		p.stress(rng)
 	}
+	ranks := rand.New(rand.NewPCG(seed, 0x4a4b))
+	p.timing.PublishGeneration = ranks.IntN(2) == 0
 	s := &sim{
 		seed:   seed,
 		rng:    rng,
+		ranks:  ranks,
 		params: p,
 		base:   time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		store:  newStore("ns", "lease"),
@@ -382,6 +389,7 @@ func (s *sim) memberWrite(in *instance) {
 		return
 	}
 	s.at(s.now+time.Duration((0.5+s.rng.Float64())*float64(s.params.memberEvery)), func() { s.memberWrite(in) })
+	s.rankChange(in)
 	if s.now < in.pausedUntil || s.lost(in) {
 		return
 	}
@@ -399,6 +407,21 @@ func (s *sim) memberWrite(in *instance) {
 			}
 		})
 	})
+}
+
+// rankChange, now and then, has the app of in report a new generation of
+// its data (or none: its rank probe failed), as data-aware failover feeds
+// it with every probe; it changes what a leader writes on the record, and
+// nothing of its safety.
+func (s *sim) rankChange(in *instance) {
+	if s.ranks.IntN(3) != 0 {
+		return
+	}
+	gen := ""
+	if k := s.ranks.IntN(4); k > 0 {
+		gen = fmt.Sprintf("h%d", k)
+	}
+	s.deliver(in, SetGeneration{Generation: gen})
 }
 
 // witnessFor picks the witness a leaver cites for its handover to to: one

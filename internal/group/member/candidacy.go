@@ -4,7 +4,8 @@ import "time"
 
 // plan asks each election for the candidacy the plan wants, one Call at a
 // time per election (Output.Calls), and sets the plan's own wake: while a
-// member, balanced (balanced) or greedy (every Lease); while not (unfit),
+// member, balanced (balanced) or greedy (every Lease; with Ranked, not
+// those it defers on to a better-ranked member: deferrals); while not (unfit),
 // none, leaving each election with its Lease handed to its heir when
 // Handover is set. A Lease handed to this member while it was withdrawn
 // from it (decide.Config.AcceptHandovers) and not wanted is withdrawn
@@ -20,6 +21,9 @@ func (m *Machine) plan(now time.Time) {
 	case !m.cfg.Balance:
 		for i := range want {
 			want[i] = true
+		}
+		if m.cfg.Ranked {
+			m.deferrals(now, want)
 		}
 	default:
 		if HandedTo(m.cfg.Identity, m.states) {
@@ -71,8 +75,33 @@ func (m *Machine) heirs(now time.Time) []Heir {
 		if to != nil {
 			out[i] = heirOf(m.members, to[i])
 		} else {
-			out[i] = heirOf(m.members, Successor(m.cfg.Identity, m.cfg.Leases[i], m.members))
+			out[i] = heirOf(m.members, Successor(m.cfg.Identity, m.cfg.Leases[i], m.states[i].Generation, m.members))
 		}
 	}
 	return out
+}
+
+// deferrals withdraws from want, at now, the Leases this member defers on
+// to a better-ranked live member (Deferral), and wakes the plan when the
+// first deferral ends. It first dates when each Lease became free
+// (freeSince): the end of the claim last seen, or now for a Lease found
+// free before that end (a release).
+func (m *Machine) deferrals(now time.Time, want []bool) {
+	step := RankDeferStep(m.cfg.TTL)
+	for i, s := range m.states {
+		switch {
+		case !s.FreeAt.IsZero():
+			m.freeSince[i] = s.FreeAt
+		case m.freeSince[i].IsZero() || m.freeSince[i].After(now):
+			m.freeSince[i] = now
+		}
+		until, ok := Deferral(m.cfg.Identity, m.rank, s, m.freeSince[i], m.members, step)
+		if !ok || !now.Before(until) {
+			continue
+		}
+		want[i] = false
+		if m.planWake.IsZero() || until.Before(m.planWake) {
+			m.planWake = until
+		}
+	}
 }

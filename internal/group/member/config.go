@@ -36,6 +36,13 @@ type Config struct {
 	// Info is what this member publishes for the others' choice of a
 	// successor; a zero StartedAt is not published.
 	Info Info
+	// Ranked turns on data-aware failover: this member publishes the rank
+	// SetRank gives it (RankAnnotation), its successor is chosen by rank
+	// first, and it defers to better-ranked live members when the Lease
+	// becomes free (Deferral). RankPeriod is its prober's period, published
+	// with the rank so that the others can judge it stale.
+	Ranked     bool
+	RankPeriod time.Duration
 	// StartUnfit: not a member until SetFit{Fit: true} (health-gated
 	// candidacy).
 	StartUnfit bool
@@ -49,6 +56,8 @@ func (c *Config) validate() error {
 		return errors.New("member: no Leases")
 	case c.TTL < time.Second || c.Settle < 0 || c.RequestTimeout <= 0:
 		return errors.New("member: TTL must be at least 1s, Settle not negative, RequestTimeout positive")
+	case c.Ranked && (c.Balance || c.RankPeriod <= 0):
+		return errors.New("member: Ranked needs a greedy member (not Balance) and a positive RankPeriod")
 	}
 	return nil
 }

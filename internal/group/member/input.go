@@ -57,6 +57,17 @@ type Decline struct {
 	Until time.Time
 }
 
+// SetRank is this member's app's rank as its prober observed it at
+// ObservedAt (local wall clock): the zero Rank when the app did not
+// answer. With Config.Ranked it is published on the member Lease (at once
+// when it turns known or unknown or its generation changes, else with the
+// next renewal) and orders this member among the others; otherwise it is
+// ignored.
+type SetRank struct {
+	Rank       Rank
+	ObservedAt time.Time
+}
+
 // Stop ends membership: Output.Heirs says whom each election hands its
 // Lease to, the member Lease is deleted, and Output.Stopped is set once
 // nothing is left to do.
@@ -71,4 +82,5 @@ func (Result) isInput()        {}
 func (CandidacyDone) isInput() {}
 func (SetFit) isInput()        {}
 func (Decline) isInput()       {}
+func (SetRank) isInput()       {}
 func (Stop) isInput()          {}

@@ -38,6 +38,11 @@ type Machine struct {
 	pending   *pending
 	collectAt map[string]time.Time // a member Lease whose collection failed is not tried again before this
 
+	// Rank (Config.Ranked).
+	rank        Rank      // this member's, as SetRank last gave it
+	rankAt      time.Time // when it was observed
+	writtenRank Rank      // the rank as last written, position aside (rankKey)
+
 	// Plan.
 	states    []LeaseState
 	requested []bool // candidacy last asked of each election
@@ -48,6 +53,9 @@ type Machine struct {
 	inflight []bool // a Call on that election is under way
 	handedAt time.Time
 	planWake time.Time
+	// freeSince[i]: when Lease i became free (or will, at the end of the
+	// claim last seen), for the rank deferral (Deferral).
+	freeSince []time.Time
 
 	stopping, stopped bool
 
@@ -59,6 +67,7 @@ type pending struct {
 	purpose  Purpose
 	sentAt   time.Time // the write's first request's (Join's, for a Rejoin's read and the Renew after it)
 	declined string    // DeclinedAnnotation the write carries
+	rank     Rank      // the rank the write carries
 	name     string    // the collected member Lease's name
 }
 
@@ -81,6 +90,7 @@ func New(cfg Config) (*Machine, error) {
 		requested: make([]bool, n),
 		left:      make([]bool, n),
 		inflight:  make([]bool, n),
+		freeSince: make([]time.Time, n),
 	}
 	for i := range m.requested {
 		m.requested[i] = !cfg.Balance && m.fit // a greedy member's electors start campaigning
@@ -144,6 +154,10 @@ func (m *Machine) handle(now time.Time, in Input) {
 		m.fit = in.Fit
 	case Decline:
 		m.declines[in.Lease] = in.Until
+	case SetRank:
+		if m.cfg.Ranked {
+			m.rank, m.rankAt = in.Rank, in.ObservedAt
+		}
 	case Stop:
 		if !m.stopping {
 			m.stopping = true

@@ -166,6 +166,10 @@ type LeaseState struct {
 	// holder handing the Lease over in one write, until the holder's first
 	// write on it (elect.Snapshot.HandedOver).
 	HandedOver bool
+	// Generation is the generation the Lease's latest holder published on
+	// it (this instance's own while it leads), "" when none did: the
+	// reference of the rank order (CompareRanks).
+	Generation string
 }
 
 // validHolder is the holder self judges valid at now: itself while

@@ -366,12 +366,12 @@ func TestSuccessorSkipsMembersThatDeclineTheLease(t *testing.T) {
 		{"d", "orders-1", "a"},
 	}
 	for _, c := range cases {
-		if got := Successor(c.self, c.lease, members); got != c.want {
+		if got := Successor(c.self, c.lease, "", members); got != c.want {
 			t.Errorf("Successor(%q, %q) = %q; want %q", c.self, c.lease, got, c.want)
 		}
 	}
 	alone := servingAll(&Members{Identities: []string{"a", "b"}, Listed: true, Declined: map[string][]string{"b": {"orders-0"}}}, named(make([]LeaseState, 1)))
-	if got := Successor("a", "orders-0", alone); got != "" {
+	if got := Successor("a", "orders-0", "", alone); got != "" {
 		t.Errorf("Successor when every other member declines = %q; want none", got)
 	}
 }

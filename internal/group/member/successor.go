@@ -26,6 +26,9 @@ type Info struct {
 	// StartedAt is when the member's process started, by its own wall
 	// clock (StartedAtAnnotation); zero when absent or malformed.
 	StartedAt time.Time
+	// Rank is the member's app's rank (RankAnnotation), unknown when
+	// absent, malformed or stale; it ranks first (CompareRanks).
+	Rank Rank
 }
 
 // infoOf reads a member Lease's Info defensively: a missing or malformed
@@ -38,6 +41,7 @@ func infoOf(l *coordinationv1.Lease) Info {
 	if t, err := time.Parse(time.RFC3339Nano, l.Annotations[StartedAtAnnotation]); err == nil {
 		info.StartedAt = t
 	}
+	info.Rank = rankOf(l)
 	return info
 }
 
@@ -71,7 +75,7 @@ func heirOf(members *Members, to string) Heir {
 // clock offset of each other may be ordered either way. That costs at
 // most one more move, never safety: the successor takes the Lease through
 // its own election.
-func Successor(self, lease string, m *Members) string {
+func Successor(self, lease, gen string, m *Members) string {
 	if m == nil {
 		return ""
 	}
@@ -80,7 +84,7 @@ func Successor(self, lease string, m *Members) string {
 		if id == self || slices.Contains(m.Declined[id], lease) {
 			continue
 		}
-		if best == "" || better(id, m.Info[id], best, m.Info[best]) {
+		if best == "" || better(id, m.Info[id], best, m.Info[best], gen) {
 			best = id
 		}
 	}
@@ -88,7 +92,10 @@ func Successor(self, lease string, m *Members) string {
 }
 
 // better reports whether member a ranks before member b as a successor.
-func better(a string, ai Info, b string, bi Info) bool {
+func better(a string, ai Info, b string, bi Info, gen string) bool {
+	if c := CompareRanks(ai.Rank, bi.Rank, gen); c != 0 {
+		return c < 0
+	}
 	if c := cmp.Compare(ai.Priority, bi.Priority); c != 0 {
 		return c > 0
 	}
@@ -96,6 +103,25 @@ func better(a string, ai Info, b string, bi Info) bool {
 		return c > 0
 	}
 	return a < b
+}
+
+// Best is the best candidate for lease among the live members that serve
+// it and do not decline it, this instance (self, of rank own, while it is
+// a member) included: the order of Successor. "" when there is none.
+func Best(self string, own Rank, member bool, lease, gen string, m *Members) string {
+	best := Successor(self, lease, gen, m)
+	if !member {
+		return best
+	}
+	if best == "" {
+		return self
+	}
+	info := m.Info[self]
+	info.Rank = own
+	if better(self, info, best, m.Info[best], gen) {
+		return self
+	}
+	return best
 }
 
 // heirs is, for a balanced group's member self that leaves, whom it hands

@@ -14,7 +14,8 @@ import (
 
 // keep sends the member Lease request due at now, if none is outstanding:
 // while a member, create it, or renew it every third of its TTL and as
-// soon as this member's declines differ from those written; while not a
+// soon as this member's declines, or its rank's rankKey, differ from those
+// written; while not a
 // member (unfit, or stopping), delete it; otherwise collect a departed
 // member's (collect). Once stopping with nothing left to delete, the
 // Machine has stopped.
@@ -33,9 +34,9 @@ func (m *Machine) keep(now time.Time) {
 		return
 	}
 	declined := encodeDeclines(m.currentDeclines(now))
-	due := m.own == nil || !now.Before(m.renewAt) || declined != m.written
+	due := m.own == nil || !now.Before(m.renewAt) || declined != m.written || rankKey(m.rank) != m.writtenRank
 	if due && !now.Before(m.retryAt) {
-		p := &pending{purpose: PurposeJoin, sentAt: now, declined: declined}
+		p := &pending{purpose: PurposeJoin, sentAt: now, declined: declined, rank: m.rank}
 		if m.own == nil {
 			m.send(p, &Request{Verb: Create, Name: m.name, Lease: m.record(now, nil, declined)})
 		} else {
@@ -46,6 +47,10 @@ func (m *Machine) keep(now time.Time) {
 	}
 	m.collect(now)
 }
+
+// rankKey is what of r a change of is written at once: whether it is
+// known, and its generation (a position that grows rides on the renewals).
+func rankKey(r Rank) Rank { return Rank{Known: r.Known, Generation: r.Generation} }
 
 // send makes req the outstanding request.
 func (m *Machine) send(p *pending, req *Request) {
@@ -66,7 +71,7 @@ func (m *Machine) result(now time.Time, r Result) {
 		if apierrors.IsAlreadyExists(r.Err) {
 			// Left by an earlier write of this identity whose answer was
 			// lost: read it, and write on it.
-			m.send(&pending{purpose: PurposeRejoin, sentAt: p.sentAt, declined: p.declined}, &Request{Verb: Get, Name: m.name})
+			m.send(&pending{purpose: PurposeRejoin, sentAt: p.sentAt, declined: p.declined, rank: p.rank}, &Request{Verb: Get, Name: m.name})
 			return
 		}
 		m.wrote(now, p, r)
@@ -75,7 +80,7 @@ func (m *Machine) result(now time.Time, r Result) {
 			m.writeFailed(p, r.Err)
 			return
 		}
-		m.send(&pending{purpose: PurposeRenew, sentAt: p.sentAt, declined: p.declined},
+		m.send(&pending{purpose: PurposeRenew, sentAt: p.sentAt, declined: p.declined, rank: p.rank},
 			&Request{Verb: Update, Name: m.name, Lease: m.record(p.sentAt, r.Lease, p.declined)})
 	case PurposeRenew:
 		m.wrote(now, p, r)
@@ -99,7 +104,7 @@ func (m *Machine) wrote(now time.Time, p *pending, r Result) {
 		m.writeFailed(p, r.Err)
 		return
 	}
-	m.own, m.written, m.retryAt = r.Lease, p.declined, time.Time{}
+	m.own, m.written, m.writtenRank, m.retryAt = r.Lease, p.declined, rankKey(p.rank), time.Time{}
 	m.writes = append(slices.Clone(m.writes[max(len(m.writes)-keptWrites+1, 0):]), Write{Version: r.Lease.ResourceVersion, SentAt: p.sentAt})
 	m.out.Writes = m.writes
 	m.renewAt = p.sentAt.Add(m.cfg.TTL / 3)
@@ -135,6 +140,11 @@ func (m *Machine) record(now time.Time, base *coordinationv1.Lease, declined str
 		l.Annotations[StartedAtAnnotation] = m.cfg.Info.StartedAt.UTC().Format(time.RFC3339Nano)
 	}
 	l.Annotations[ServesAnnotation] = m.serves
+	if v := encodeRank(m.rank, m.rankAt, m.cfg.RankPeriod); m.cfg.Ranked && v != "" {
+		l.Annotations[RankAnnotation] = v
+	} else {
+		delete(l.Annotations, RankAnnotation)
+	}
 	if declined != "" {
 		l.Annotations[DeclinedAnnotation] = declined
 	} else {

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,20 +30,29 @@ import (
 // under, with the release build flags (internal/buildflags: the
 // Dockerfile's, GoReleaser's and make build's; CGO_ENABLED=0 -trimpath: a
 // static binary) and the version "test", and returns the binary's path.
-// Tests run what ships. It must run inside the leasehold module.
+// Tests run what ships: it builds in the leasehold module's own directory,
+// with the product's go.mod, also when called from a module that requires
+// it (the bench).
 func Build(ctx context.Context, dir string) (string, error) {
-	return build(ctx, filepath.Join(dir, "leasehold"), "github.com/leasehold/leasehold/cmd/sidecar")
+	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/leasehold/leasehold").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m github.com/leasehold/leasehold: %w", err)
+	}
+	return build(ctx, strings.TrimSpace(string(root)), filepath.Join(dir, "leasehold"), "./cmd/sidecar")
 }
 
-// BuildCommand compiles the main package pkg into dir the same way, and
-// returns the binary's path (named after the package's last element).
+// BuildCommand compiles the main package pkg of the current module into
+// dir the same way, and returns the binary's path (named after the
+// package's last element).
 func BuildCommand(ctx context.Context, dir, pkg string) (string, error) {
-	return build(ctx, filepath.Join(dir, filepath.Base(pkg)), pkg)
+	return build(ctx, "", filepath.Join(dir, filepath.Base(pkg)), pkg)
 }
 
-func build(ctx context.Context, bin, pkg string) (string, error) {
+// build runs go build in the directory in ("": the current one).
+func build(ctx context.Context, in, bin, pkg string) (string, error) {
 	flags := buildflags.Release()
 	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"build"}, flags.Args("test"), []string{"-o", bin, pkg})...)
+	cmd.Dir = in
 	cmd.Env = append(os.Environ(), flags.Env()...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
