@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/leasehold/leasehold/internal/clockskew"
 	"github.com/leasehold/leasehold/internal/elect/decide"
 )
 
@@ -27,6 +28,9 @@ type driver struct {
 	replies  map[uint64]chan decide.Reply
 	cleared  <-chan struct{} // closed once the holds the Machine waits for have ended
 	noticed  decide.Report   // the last report Config.Notify was told of
+
+	clocks      *clockskew.Estimator // of the holder's clock, from the records this loop observes
+	holderClock *clockskew.Estimate  // its latest estimate; nil when none
 }
 
 func newDriver(e *Elector, m *decide.Machine) *driver {
@@ -36,6 +40,7 @@ func newDriver(e *Elector, m *decide.Machine) *driver {
 		leases:  e.cfg.Leases,
 		results: make(chan decide.Result, 1),
 		replies: map[uint64]chan decide.Reply{},
+		clocks:  newClockEstimator(e.cfg),
 	}
 }
 
@@ -88,7 +93,9 @@ func (d *driver) run(ctx context.Context, events <-chan decide.Input) error {
 			default:
 			}
 		}
-		out = d.machine.Step(d.clock.Now(), in)
+		now := d.clock.Now()
+		d.observeClock(in, now)
+		out = d.machine.Step(now, in)
 	}
 }
 
@@ -231,5 +238,6 @@ func (d *driver) publish(r decide.Report) {
 		Heartbeat:     r.Heartbeat,
 		LastError:     r.LastError,
 		LastErrorAt:   r.LastErrorAt,
+		HolderClock:   d.holderClock,
 	})
 }

@@ -3,6 +3,7 @@ package elect
 import (
 	"time"
 
+	"github.com/leasehold/leasehold/internal/clockskew"
 	"github.com/leasehold/leasehold/internal/fence"
 )
 
@@ -69,6 +70,12 @@ type Snapshot struct {
 	// Index.
 	LastError   string
 	LastErrorAt time.Time
+	// HolderClock is what the holder's renewals, as this instance observed
+	// them, say about the holder's clock against this instance's
+	// (clockskew.Estimate); nil while this instance holds the Lease, there
+	// is no holder, or too few renewals were seen. Changes alone do not
+	// move Index.
+	HolderClock *clockskew.Estimate
 
 	// Index increases whenever Leading, Holder, Term, Token or
 	// LeaderAddress changes, and only then: renewals do not move it. It starts at the process's start

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,11 +24,19 @@ import (
 // (labelled name, as client-go's): the cardinality is bounded by the
 // group's size. leasehold_watchers, leasehold_holds and
 // leasehold_build_info are the process's, unlabelled, in both modes.
+//
+// The holder's clock (elect.Snapshot.HolderClock) is exported only while
+// there is an estimate: leasehold_holder_clock_offset_seconds and, once the
+// rate is bounded, leasehold_holder_clock_rate_ratio, each with a series
+// per bound (bound="lower", bound="upper"), and
+// leasehold_holder_clock_rate_limit, the rate difference the guarantee
+// allows, for alerts to compare with.
 type collector struct {
 	s       *Server
 	grouped bool
 
 	leader, candidate, term, token, valid, watchers, holds, buildInfo, masterStatus *prometheus.Desc
+	clockOffset, clockRate, clockLimit                                              *prometheus.Desc
 }
 
 func newCollector(s *Server, version string) *collector {
@@ -61,12 +70,21 @@ func newCollector(s *Server, version string) *collector {
 		masterStatus: prometheus.NewDesc("leader_election_master_status",
 			"1 while this instance is the valid leader, else 0 (client-go's gauge name, for existing dashboards); name is the Lease name.", masterLabels,
 			masterConst),
+		clockOffset: prometheus.NewDesc("leasehold_holder_clock_offset_seconds",
+			"Bounds on the Lease holder's clock minus this instance's, from the holder's renewTime against the arrival of its renewals (lower: certain; upper: if the least delayed recent renewal arrived within a retryPeriod). Absent while this instance holds the Lease or has no estimate.",
+			append(slices.Clone(perLease), "bound"), nil),
+		clockRate: prometheus.NewDesc("leasehold_holder_clock_rate_ratio",
+			"Bounds on the Lease holder's clock rate over this instance's (1: equal), over the renewals of the last 5 minutes. Absent until two renewals bound it.",
+			append(slices.Clone(perLease), "bound"), nil),
+		clockLimit: prometheus.NewDesc("leasehold_holder_clock_rate_limit",
+			"The clock-rate difference under which the validity guarantee holds: (leaseDuration - renewDeadline) / (leaseDuration + renewDeadline). Exported next to leasehold_holder_clock_offset_seconds.",
+			perLease, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.candidate, c.term, c.token, c.valid, c.watchers, c.holds, c.buildInfo, c.masterStatus} {
+	for _, d := range []*prometheus.Desc{c.leader, c.candidate, c.term, c.token, c.valid, c.watchers, c.holds, c.buildInfo, c.masterStatus, c.clockOffset, c.clockRate, c.clockLimit} {
 		ch <- d
 	}
 }
@@ -100,6 +118,17 @@ func (c *collector) collectElection(gauge func(*prometheus.Desc, float64, ...str
 	gauge(c.token, float64(snap.Token), labels...)
 	gauge(c.valid, snap.ValidFor(now).Seconds(), labels...)
 	gauge(c.masterStatus, leader, labels...)
+	if est := snap.HolderClock; est != nil {
+		bound := func(d *prometheus.Desc, lower, upper float64) {
+			gauge(d, lower, append(slices.Clone(labels), "lower")...)
+			gauge(d, upper, append(slices.Clone(labels), "upper")...)
+		}
+		bound(c.clockOffset, est.OffsetLower.Seconds(), est.OffsetUpper.Seconds())
+		if est.RateKnown {
+			bound(c.clockRate, est.RateLower, est.RateUpper)
+		}
+		gauge(c.clockLimit, est.Limit, labels...)
+	}
 }
 
 func boolGauge(b bool) float64 {

@@ -532,6 +532,8 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		}
 	}
 	check("candidate", requests)
+	f.publish(following())
+	check("following, with the holder's clock estimated", requests)
 	f.publish(leading())
 	check("leading", append(requests, request{api, "GET", "/v1/leader?wait=1m", "/v1/leader", ""}, request{api, "POST", "/v1/release", "/v1/release", ""}))
 	f.publish(leading())

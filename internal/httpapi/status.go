@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/clockskew"
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/pkg/api"
 )
@@ -68,7 +70,34 @@ func (s *Server) statusAt(snap *elect.Snapshot, now time.Time) Status {
 			st.Rank.BestCandidate = &r.Best
 		}
 	}
+	st.HolderClock = holderClockOf(snap.HolderClock)
 	return st
+}
+
+// holderClockOf describes est, nil when there is none. Offsets are rounded
+// outwards to milliseconds, so that the interval still contains what est's
+// does.
+func holderClockOf(est *clockskew.Estimate) *api.HolderClock {
+	if est == nil {
+		return nil
+	}
+	floor := func(d time.Duration) int64 { return int64(math.Floor(float64(d) / float64(time.Millisecond))) }
+	ceil := func(d time.Duration) int64 { return int64(math.Ceil(float64(d) / float64(time.Millisecond))) }
+	hc := &api.HolderClock{
+		Holder:        est.Holder,
+		Renewals:      est.Samples,
+		SpanMs:        est.Span.Milliseconds(),
+		ObservedAt:    timestamp(est.At),
+		OffsetLowerMs: floor(est.OffsetLower),
+		OffsetUpperMs: ceil(est.OffsetUpper),
+		Level:         est.Level.String(),
+		Limit:         est.Limit,
+		DelayBoundMs:  est.DelayBound.Milliseconds(),
+	}
+	if est.RateKnown {
+		hc.RateLower, hc.RateUpper = &est.RateLower, &est.RateUpper
+	}
+	return hc
 }
 
 // timestamp formats t as RFC 3339 with nanoseconds in UTC, "" when zero.

@@ -110,6 +110,47 @@ type Status struct {
 	// longer holds. LastErrorAt is when; absent when LastError is nil.
 	LastError   *string `json:"lastError"`
 	LastErrorAt string  `json:"lastErrorAt,omitempty"`
+	// HolderClock is what the holder's renewals, as this instance observed
+	// them, say about the holder's clock; nil (absent) while this instance
+	// holds the Lease, there is no holder, or fewer than three renewals of
+	// this holder were seen.
+	HolderClock *HolderClock `json:"holderClock,omitempty"`
+}
+
+// HolderClock bounds the Lease holder's clock against this instance's,
+// from the holder's renewTime against the local arrival of its renewals
+// over the last five minutes (docs/troubleshooting.md, "Clocks").
+type HolderClock struct {
+	// Holder is the identity whose clock it describes.
+	Holder string `json:"holder"`
+	// Renewals is how many of its renewals the figures rest on, SpanMs the
+	// local time they cover, and ObservedAt when the newest arrived.
+	Renewals   int    `json:"renewals"`
+	SpanMs     int64  `json:"spanMs"`
+	ObservedAt string `json:"observedAt"`
+	// OffsetLowerMs and OffsetUpperMs bound the holder's clock minus this
+	// instance's, in milliseconds (rounded outwards). The lower bound is
+	// certain (no record arrives before it is written); the upper one
+	// holds if the least delayed recent renewal arrived within
+	// DelayBoundMs.
+	OffsetLowerMs int64 `json:"offsetLowerMs"`
+	OffsetUpperMs int64 `json:"offsetUpperMs"`
+	// RateLower and RateUpper bound the holder's clock rate over this
+	// instance's (1: equal rates), under the same assumption; absent until
+	// two renewals far enough apart bound it.
+	RateLower *float64 `json:"rateLower,omitempty"`
+	RateUpper *float64 `json:"rateUpper,omitempty"`
+	// Level is how far the rate interval lies from 1: "none", or
+	// "approaching" when all of it is more than half of Limit away, or
+	// "beyond" when all of it is more than Limit away.
+	Level string `json:"level"`
+	// Limit is the rate difference under which leasehold's validity
+	// guarantee holds: (leaseDuration − renewDeadline) / (leaseDuration +
+	// renewDeadline).
+	Limit float64 `json:"limit"`
+	// DelayBoundMs is the delay assumption, in milliseconds: the
+	// retryPeriod.
+	DelayBoundMs int64 `json:"delayBoundMs"`
 }
 
 // AppHealth is health-gated candidacy's view of the app: healthy once a
