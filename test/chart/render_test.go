@@ -542,7 +542,7 @@ func TestBadValuesFailWithAClearMessage(t *testing.T) {
 		"bad alert label name":      {[]string{"--set", "prometheusRule.alertLabels.team-name=x"}, []string{schema, "invalid propertyName 'team-name'"}},
 		"misspelled key in a file":  {[]string{"-f", writeValues(t, "timings:\n  leaseDurationSeconds: 15\n")}, []string{schema, "additional properties 'leaseDurationSeconds' not allowed"}},
 		"no ServiceAccount name":    {[]string{"--set", "serviceAccount.create=false"}, []string{"serviceAccount.name is required when serviceAccount.create is false"}},
-		"native sidecar on 1.28":    {[]string{"--set", "demo.enabled=true", "--kube-version", "1.28.5"}, []string{"nativeSidecar needs Kubernetes >= 1.29", "nativeSidecar=false"}},
+		"native sidecar on 1.28":    {[]string{"--set", "demo.enabled=true", "--kube-version", "1.28.5"}, []string{"chart requires kubeVersion: >=1.29.0-0", "v1.28.5"}},
 		"bad value in a subchart":   {[]string{"--set", "leasehold.timings.retryPeriod=-2s", "--example"}, []string{schema, "leasehold:", "at '/timings/retryPeriod'"}},
 		"misspelled subchart value": {[]string{"--set", "leasehold.leaseNmae=x", "--example"}, []string{schema, "additional properties 'leaseNmae' not allowed"}},
 		// Lease groups and observer mode: what the sidecar refuses at start

@@ -390,13 +390,10 @@ Lease has been observed) passes, and stop it only after every app container
 has exited. That order is what makes releaseOnShutdown safe: the Lease is
 released only when the app can no longer write.
 
-Without nativeSidecar it is a plain container for clusters older than 1.29:
-put it under containers (see README.md for the shutdown caveat).
+Without nativeSidecar it is a plain container: put it under containers
+(see README.md for the shutdown caveat).
 */}}
 {{- define "leasehold.container" -}}
-{{- if and .Values.nativeSidecar (semverCompare "<1.29.0-0" .Capabilities.KubeVersion.Version) }}
-{{- fail (printf "nativeSidecar needs Kubernetes >= 1.29 (this cluster: %s; helm template without a cluster assumes the version built into helm: pass your cluster's with --kube-version); on an older cluster set nativeSidecar=false and run leasehold as a plain container" .Capabilities.KubeVersion.Version) }}
-{{- end -}}
 - name: leasehold
   image: {{ include "leasehold.image" . | quote }}
   imagePullPolicy: {{ .Values.image.pullPolicy }}
