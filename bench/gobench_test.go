@@ -18,7 +18,9 @@ PASS
 	if err != nil {
 		t.Fatal(err)
 	}
-	us := func(f float64) time.Duration { return time.Duration(f * float64(time.Microsecond)).Round(time.Microsecond) }
+	us := func(f float64) time.Duration {
+		return time.Duration(f * float64(time.Microsecond)).Round(time.Microsecond)
+	}
 	want := map[string][2]time.Duration{
 		"direct": {us(23.1), us(138)}, "via-proxy": {us(58), us(345)}, "via-follower": {us(93), us(633.4)},
 	}
