@@ -14,6 +14,7 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
+	sigs.k8s.io/yaml v1.6.0
 )
 
 // Direct dependencies of tests, test infrastructure (internal/testing) and
@@ -26,7 +27,6 @@ require (
 	go.uber.org/goleak v1.3.0 // leak checks (kubetest, httpapi's tests); not in the binary
 	golang.org/x/term v0.46.0 // hack/demo's terminal; the binary has it through client-go
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // httpapi's tests validate api/openapi.yaml; the binary has it through client-go
-	sigs.k8s.io/yaml v1.6.0 // chart, example and release tests read YAML; the binary has it through client-go
 )
 
 require (

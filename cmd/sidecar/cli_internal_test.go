@@ -257,8 +257,3 @@ func TestResolveVersion(t *testing.T) {
 		})
 	}
 }
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}

@@ -12,13 +12,16 @@ import (
 
 // usedGroups are the Kubernetes API groups the sidecar uses: Leases, and
 // Pods for the leader label.
-var usedGroups = []string{"k8s.io/api/coordination/v1", "k8s.io/api/core/v1"}
+// admissionregistration/v1 holds the types of the objects leasehold
+// fencing-policy prints (internal/fencepolicy), on no scheme or client.
+var usedGroups = []string{"k8s.io/api/admissionregistration/v1", "k8s.io/api/coordination/v1", "k8s.io/api/core/v1"}
 
 // The binary links only the Kubernetes clients it uses: not client-go's
 // full clientset (k8s.io/client-go/kubernetes), none of its generated typed
 // clients (their package imports client-go's scheme of every group), and no
 // k8s.io/api group but coordination/v1 and core/v1 (internal/kubeclient's
-// lean clients, on a scheme of those groups alone).
+// lean clients, on a scheme of those groups alone) and the fencing
+// policy's types.
 func TestBinaryLinksOnlyTheClientsItUses(t *testing.T) {
 	deps := goListDeps(t, "./cmd/sidecar")
 	var groups []string
