@@ -307,7 +307,10 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 		// landed) and must read the Lease before it writes again. Without
 		// get it never can: a never leads that Lease.
 		"get": func(t *testing.T, s chartSetup, f fleet.Config) {
-			heldByAnother(t, f.Namespace, s.leases...)
+			// The member Lease outlives the cut, so a stays a member
+			// and sends the acquires.
+			f.LeaseDuration, f.RenewDeadline = 10*time.Second, 8*time.Second
+			stopRenewing := heldByAnother(t, f.Namespace, s.leases...)
 			inst := f.StartTestVia(t, "a", true)
 			eventually(t, generous, "a sees the other holder of each Lease", func() bool {
 				for _, l := range groupState(t, inst).Leases {
@@ -317,6 +320,7 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 				}
 				return true
 			})
+			stopRenewing()
 			failed := lostAnAnswer(t, inst, func() []string {
 				var at []string
 				for _, l := range groupState(t, inst).Leases {
