@@ -51,6 +51,11 @@ import (
 //     Lease is the resourceVersion of the write that started that holder's
 //     term: its acquiring write, or a handover to it;
 //   - a release lands only on a record its releaser held (sim.apply);
+//   - with Config.FencingFloor, every write that starts a term (an
+//     acquire, a handover) publishes a fencing floor above the token of
+//     every earlier term of its line of history and not above its own
+//     resourceVersion, the new term's token; without it, none
+//     (floorWrite);
 //   - every step asks to be woken after its own local time, so never at
 //     the zero time, and no instance steps more than maxStepsPerInstant
 //     times at one instant (sim.step): plan did at the step all that was
@@ -71,6 +76,9 @@ type checker struct {
 	unsafe    []window        // after restores without --bump-revision, until the revision caught up (restored)
 
 	adopted, adoptedWithdrawn int // terms adopted from a handover (by a withdrawn instance)
+
+	termWrites map[int]bool // the versions (store.versions indexes) that an instance wrote to start a term
+	floors     int          // the fencing floors judged (floorWrite)
 }
 
 // holdersToken judges the token r reports for a holder other than its
@@ -150,7 +158,7 @@ type termRecord struct {
 }
 
 func newChecker(s *sim) *checker {
-	return &checker{s: s, open: map[*instance]*termRecord{}, reported: map[*instance]fence.Token{}}
+	return &checker{s: s, open: map[*instance]*termRecord{}, reported: map[*instance]fence.Token{}, termWrites: map[int]bool{}}
 }
 
 func (c *checker) fail(format string, args ...any) {
@@ -236,6 +244,48 @@ func (c *checker) observe(in *instance, r Report) {
 	c.terms = append(c.terms, t)
 	c.open[in] = t
 	c.overlaps(t)
+}
+
+// floorWrite judges v, a write of writer's that starts a term (an acquire,
+// or a handover in one write), as it commits. With Config.FencingFloor,
+// its fencing floor (fence.FloorAnnotation) is above the token of every
+// earlier term of its line of history, the versions it descends from
+// (across a restore, those the snapshot kept, not those the restore
+// undid, which the restore rolled back with every fenced object), and
+// not above v's resourceVersion, the new term's token: an admission
+// policy that refuses a token below the floor refuses every earlier
+// term's writes and none of the new one's. The earlier terms are those
+// started by a write of an instance, whether or not it learnt that it
+// landed (hand edits start none). Without FencingFloor, v carries no
+// floor.
+func (c *checker) floorWrite(writer string, v version) {
+	c.termWrites[v.index] = true
+	text, has := v.lease.Annotations[fence.FloorAnnotation]
+	if !c.s.params.timing.FencingFloor {
+		if has {
+			c.fail("%s's write %d starts a term with the fencing floor off, and carries the floor %q", writer, v.rev, text)
+		}
+		return
+	}
+	c.floors++
+	floor, err := fence.FromResourceVersion(text)
+	switch {
+	case !has:
+		c.fail("%s's write %d starts a term and carries no fencing floor", writer, v.rev)
+		return
+	case err != nil:
+		c.fail("%s's write %d starts a term with the fencing floor %q: %v", writer, v.rev, text, err)
+		return
+	case floor > fence.Token(v.rev):
+		c.fail("%s's write %d starts a term with the fencing floor %d, above the new term's token %d: the policy would refuse the new term's writes", writer, v.rev, floor, v.rev)
+	}
+	for u, ok := c.s.store.previous(v); ok; u, ok = c.s.store.previous(u) {
+		if c.termWrites[u.index] && floor <= fence.Token(u.rev) {
+			c.fail("%s's write %d starts a term with the fencing floor %d, not above the earlier term's token %d (written by %s): the policy would let that term's writes land",
+				writer, v.rev, floor, u.rev, u.writer)
+			return
+		}
+	}
 }
 
 // restored is told that etcd was restored, now, with --bump-revision or

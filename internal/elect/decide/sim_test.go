@@ -35,7 +35,9 @@ import (
 // Lease writes that had committed when it was told to leave (it observed
 // it): a handover in one write (HandedOverAnnotation), which the successor
 // adopts without writing when it can date it (Observed.WitnessSentAt).
-// Some histories run with Config.AcceptHandovers.
+// Some histories run with Config.AcceptHandovers, half of them with
+// Config.FencingFloor (the checker judges every term-starting write's
+// floor).
 //
 // A history draws its faults from one of two mixes (simMix): the default
 // one, or the stress mix, whose faults come several times as often, half
@@ -262,6 +264,9 @@ func newSim(seed uint64, mix simMix) *sim {
 	}
 	ranks := rand.New(rand.NewPCG(seed, 0x4a4b))
 	p.timing.PublishGeneration = ranks.IntN(2) == 0
+	// The fencing floor is drawn from a stream of its own too: it changes
+	// the writes' annotations, never their timing.
+	p.timing.FencingFloor = rand.New(rand.NewPCG(seed, 0xf100)).IntN(2) == 0
 	s := &sim{
 		seed:   seed,
 		rng:    rng,
@@ -639,6 +644,9 @@ func (s *sim) apply(in *instance, req Request, floor fence.Token) Result {
 	if err == nil && req.Verb != Get {
 		s.store.versions[s.store.latest].floor = floor
 		s.tracef("%s's %s landed at %s: holder %q", in.identity, req.Purpose, l.ResourceVersion, holderOf(l))
+		if req.Purpose == Acquire || req.Purpose == ReleaseSend && holderOf(l) != "" {
+			s.check.floorWrite(in.identity, s.store.versions[s.store.latest])
+		}
 		if req.Purpose == ReleaseSend && holderOf(l) != "" {
 			s.handovers++
 			s.handedOver(holderOf(l))

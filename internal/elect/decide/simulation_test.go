@@ -22,8 +22,9 @@ var (
 // the default fault mix and under the stress mix, and fails on the first
 // history of each that the checker rejects, printing its seed, the
 // violation and the end of its trace. It logs how many one-write
-// handovers landed and how many terms were adopted from one, and fails if
-// a run of at least minAdoptionSeeds histories adopted none: the path
+// handovers landed, how many terms were adopted from one and how many
+// fencing floors were judged, and fails if a run of at least
+// minAdoptionSeeds histories adopted none or judged no floor: the path
 // would then go unchecked. A seed replays exactly:
 //
 //	go test ./internal/elect/decide -run TestSimulation -sim.mix=stress -sim.seed=N -v
@@ -40,7 +41,7 @@ func TestSimulation(t *testing.T) {
 			t.Log(line)
 		}
 		t.Logf("seed %d (%s mix): %+v", *simSeed, mix, s.params)
-		t.Logf("%d one-write handovers landed, %d terms adopted (%d while withdrawn)", s.handovers, s.check.adopted, s.check.adoptedWithdrawn)
+		t.Logf("%d one-write handovers landed, %d terms adopted (%d while withdrawn), %d fencing floors judged", s.handovers, s.check.adopted, s.check.adoptedWithdrawn, s.check.floors)
 		if err != nil {
 			t.Fatalf("seed %d (%s mix): %v", *simSeed, mix, err)
 		}
@@ -64,6 +65,7 @@ func playSims(t *testing.T, mix simMix, n int) {
 		handovers        atomic.Int64
 		adopted          atomic.Int64
 		adoptedWithdrawn atomic.Int64
+		floors           atomic.Int64
 	)
 	next.Store(*simFirst)
 	last := *simFirst + uint64(n)
@@ -83,6 +85,7 @@ func playSims(t *testing.T, mix simMix, n int) {
 				handovers.Add(int64(s.handovers))
 				adopted.Add(int64(s.check.adopted))
 				adoptedWithdrawn.Add(int64(s.check.adoptedWithdrawn))
+				floors.Add(int64(s.check.floors))
 				if err != nil {
 					replay := newSim(seed, mix) // the same history, traced
 					replay.tracing = true
@@ -105,8 +108,12 @@ func playSims(t *testing.T, mix simMix, n int) {
 	}
 	t.Logf("%s mix: %d histories (seeds %d–%d), %d steps, in %v: no violation", mix, histories.Load(), *simFirst, last-1, steps.Load(), time.Since(started).Round(time.Millisecond))
 	t.Logf("%d one-write handovers landed, %d terms adopted from one (%d by a withdrawn instance, AcceptHandovers)", handovers.Load(), adopted.Load(), adoptedWithdrawn.Load())
+	t.Logf("%d fencing floors of term-starting writes judged", floors.Load())
 	if histories.Load() >= minAdoptionSeeds && (adopted.Load() == 0 || adoptedWithdrawn.Load() == 0) {
 		t.Fatalf("%d histories adopted %d handovers, %d while withdrawn: the one-write handover went unchecked", histories.Load(), adopted.Load(), adoptedWithdrawn.Load())
+	}
+	if histories.Load() >= minAdoptionSeeds && floors.Load() == 0 {
+		t.Fatalf("%d histories judged no fencing floor: the floor went unchecked", histories.Load())
 	}
 }
 
