@@ -356,14 +356,16 @@ func takeLease(t *testing.T, ns string) time.Time {
 
 // A worker is a running example.
 type worker struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	logPath string // its output
 }
 
 // startWorker runs argv in its own process group, pointed at the sidecar
-// and the store. Its output goes to a log that is shown if the test fails;
-// the whole group is killed when the test ends.
-func startWorker(t *testing.T, argv []string, leaseholdURL, storeURL, name string) *worker {
+// and the store, with env added to its environment. Its output goes to a
+// log that is shown if the test fails; the whole group is killed when the
+// test ends.
+func startWorker(t *testing.T, argv []string, leaseholdURL, storeURL, name string, env ...string) *worker {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)
@@ -372,13 +374,14 @@ func startWorker(t *testing.T, argv []string, leaseholdURL, storeURL, name strin
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "LEASEHOLD_URL="+leaseholdURL, "STORE_URL="+storeURL, "WORKER_NAME="+name)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		t.Fatal(err)
 	}
-	w := &worker{cmd: cmd, exited: make(chan struct{})}
+	w := &worker{cmd: cmd, exited: make(chan struct{}), logPath: logPath}
 	go func() {
 		_ = cmd.Wait() // the status is read from ProcessState
 		logFile.Close()
