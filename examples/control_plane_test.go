@@ -82,10 +82,10 @@ func playPausedLeader(t *testing.T, bin string, fenced bool) {
 	}
 	b := startSidecar(t, f, "b")
 
-	// The app may get and patch ConfigMaps (server-side apply), nothing else.
+	// The app may create and patch ConfigMaps (server-side apply), nothing else.
 	user, err := cluster.UserWithRole(ctx, ns, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "control-plane"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"patch", "get"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "patch"}}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -33,8 +33,8 @@
 //	PAUSE_BEFORE_WRITE    for tests only: N stops this process (SIGSTOP) after the
 //	                      check of its Nth write and before the write, as a GC pause would
 //
-// It needs get and patch on configmaps in its namespace (server-side apply
-// creates the ConfigMap with patch).
+// It needs create and patch on configmaps in its namespace (the first
+// server-side apply creates the ConfigMap, and needs create for that).
 package main
 
 import (
@@ -193,12 +193,12 @@ func (p *primary) lead(ctx context.Context, fenced api.FencingToken) (api.Fencin
 		p.writes++
 		if p.writes == p.cfg.pauseBeforeWrite {
 			log.Printf("pausing before write %d, with token %d (PAUSE_BEFORE_WRITE)", p.writes, term.FencingToken)
-			_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) // returns once SIGCONT resumes the process
+			pause() // returns once SIGCONT resumes the process
 		}
 		// The write: blind (no resourceVersion), stamped with the token.
 		// However long ago the check above was, the apiserver compares
 		// the token with the stored object's and the Lease's, atomically.
-		err = p.record(ctx, term)
+		rv, err := p.record(ctx, term)
 		switch {
 		case isFenced(err):
 			log.Printf("refused: the apiserver refused the write with token %d: %v; no longer the leader: stopping", term.FencingToken, err)
@@ -206,22 +206,26 @@ func (p *primary) lead(ctx context.Context, fenced api.FencingToken) (api.Fencin
 		case err != nil:
 			return fenced, err
 		}
-		log.Printf("recorded primary=%s in %s with token %d (term %d)", p.cfg.name, p.cfg.configMap, term.FencingToken, term.Term)
+		log.Printf("recorded primary=%s in %s with token %d (term %d): resourceVersion %s", p.cfg.name, p.cfg.configMap, term.FencingToken, term.Term, rv)
 	}
 	return fenced, nil
 }
 
 // record applies the ConfigMap naming this replica the primary, as a
-// fenced object written with term's token.
-func (p *primary) record(ctx context.Context, term api.Token) error {
+// fenced object written with term's token, and returns the resourceVersion
+// written.
+func (p *primary) record(ctx context.Context, term api.Token) (string, error) {
 	cm := corev1ac.ConfigMap(p.cfg.configMap, p.cfg.namespace).
 		WithLabels(map[string]string{fencedByLabel: p.cfg.lease}).
 		WithAnnotations(map[string]string{tokenAnnotation: term.FencingToken.String()}).
 		WithData(map[string]string{"primary": p.cfg.name, "term": strconv.Itoa(int(term.Term))})
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := p.configMaps.Apply(ctx, cm, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
-	return err
+	written, err := p.configMaps.Apply(ctx, cm, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+	if err != nil {
+		return "", err
+	}
+	return written.ResourceVersion, nil
 }
 
 // isFenced reports whether err is the fencing policy's refusal: the writer
