@@ -134,8 +134,8 @@ func playPausedLeader(t *testing.T, bin string, fenced bool) {
 		t.Logf("without the policy, the paused leader's write with token %d landed over b's %d: %s", token1, token2, outcome)
 		return
 	}
-	if !strings.HasPrefix(outcome, "refused:") || !strings.Contains(outcome, "leasehold fencing rule") {
-		t.Fatalf("a's write with token %d after the pause: %q; want refused by the fencing policy", token1, outcome)
+	if !strings.HasPrefix(outcome, "refused:") || !strings.Contains(outcome, "leasehold fencing rule 2 ") {
+		t.Fatalf("a's write with token %d after the pause: %q; want refused by the fencing policy's rule 2 (b has written the ConfigMap)", token1, outcome)
 	}
 	t.Logf("a's write after the pause: %s", outcome)
 	if cm := getPrimary(t, ns); cm.Data["primary"] != "b" || cm.Annotations[fencepolicy.TokenAnnotation] != token2.String() {
