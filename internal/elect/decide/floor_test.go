@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +84,63 @@ func TestHandoverPublishesTheTokenFloor(t *testing.T) {
 	}
 	if heirs := tokenOf(stored.ResourceVersion); f <= ours || f > heirs {
 		t.Errorf("floor %d; want above the leaver's token %d and not above the heir's %d", f, ours, heirs)
+	}
+}
+
+// The simulator's checker fails a term-starting write whose fencing floor
+// is not above the previous term's token (the replaced record's
+// resourceVersion instead of + 1), one whose floor is above its own token,
+// one without a floor, and, with the floor off, one that carries a floor:
+// the invariant can fail (checker.floorWrite).
+func TestCheckerJudgesTheFencingFloor(t *testing.T) {
+	plusOne := func(replaced, _ fence.Token) fence.Token { return replaced + 1 }
+	for _, tc := range []struct {
+		name  string
+		on    bool
+		floor func(replaced, token fence.Token) fence.Token // nil: none
+		want  string                                        // "": no violation
+	}{
+		{"replaced + 1", true, plusOne, ""},
+		{"replaced", true, func(replaced, _ fence.Token) fence.Token { return replaced }, "not above the earlier term's token"},
+		{"above the new token", true, func(_, token fence.Token) fence.Token { return token + 1 }, "above the new term's token"},
+		{"none", true, nil, "carries no fencing floor"},
+		{"off, and none", false, nil, ""},
+		{"off, and one", false, plusOne, "with the fencing floor off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &sim{params: simParams{timing: Config{FencingFloor: tc.on}}, store: newStore("ns", "lease")}
+			s.check = newChecker(s)
+			// i1's term starts on the first write, i2's on the record of i1's.
+			acquire := func(identity string, floor func(replaced, token fence.Token) fence.Token) {
+				l := &coordinationv1.Lease{}
+				if s.store.lease != nil {
+					l = s.store.lease.DeepCopy()
+				}
+				l.Spec.HolderIdentity = &identity
+				l.Annotations = map[string]string{}
+				if floor != nil {
+					l.Annotations[fence.FloorAnnotation] = floor(tokenOf(l.ResourceVersion), fence.Token(s.store.rev+1)).String()
+				}
+				if _, err := s.store.update(identity, l); err != nil {
+					t.Fatal(err)
+				}
+				s.check.floorWrite(identity, s.store.versions[s.store.latest])
+			}
+			var first func(replaced, token fence.Token) fence.Token
+			if tc.on {
+				first = func(_, token fence.Token) fence.Token { return token }
+			}
+			acquire("i1", first)
+			if s.check.err != nil {
+				t.Fatalf("the first term's write: %v", s.check.err)
+			}
+			acquire("i2", tc.floor)
+			switch err := s.check.err; {
+			case tc.want == "" && err != nil:
+				t.Errorf("%v; want no violation", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("violation %v; want one saying %q", err, tc.want)
+			}
+		})
 	}
 }
