@@ -35,9 +35,9 @@ import (
 // Lease writes that had committed when it was told to leave (it observed
 // it): a handover in one write (HandedOverAnnotation), which the successor
 // adopts without writing when it can date it (Observed.WitnessSentAt).
-// Some histories run with Config.AcceptHandovers, half of them with
-// Config.FencingFloor (the checker judges every term-starting write's
-// floor).
+// Some histories run with Config.AcceptHandovers; half of them, drawn
+// apart, with Config.FencingFloor (the checker judges every term-starting
+// write's floor).
 //
 // A history draws its faults from one of two mixes (simMix): the default
 // one, or the stress mix, whose faults come several times as often, half
