@@ -49,22 +49,44 @@ const (
 //     its old token, blind (a server-side apply, no resourceVersion).
 //
 // With the policy that `leasehold fencing-policy` prints installed, the
-// apiserver refuses that write (403, "leasehold fencing rule …"), a's app
-// stops, and the ConfigMap still names b with b's token, also once a's
-// sidecar has resumed and follows b. Without the policy the same write
+// apiserver refuses that write (403, rule 2: b's token is on the stored
+// object), a's app stops, and the ConfigMap still names b with b's token,
+// also once a's sidecar has resumed and follows b. When b's app has not
+// written (it is not started), the write is refused all the same, by rule
+// 3 (the Lease shows b's term, from its acquiring write's floor on), and
+// the ConfigMap keeps a's first write. Without the policy the same write
 // lands: the refusal is the policy's doing, not the app's nor the
 // sidecar's.
+//
+// The policies stay installed until the whole test ends: on the
+// apiserver, removing the last binding whose paramKind is Lease stops its
+// Lease informer for good, and rule 3 then reads any Lease that informer
+// held, frozen (kubernetes/kubernetes#130887); a variant whose Lease was
+// created just before would see no new term.
 func TestControlPlane(t *testing.T) {
 	kubetest.Require(t, cluster)
 	bin, err := fleet.BuildCommand(t.Context(), t.TempDir(), "./control-plane")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("fenced", func(t *testing.T) { playPausedLeader(t, bin, true) })
-	t.Run("without the policy, the paused leader's write lands", func(t *testing.T) { playPausedLeader(t, bin, false) })
+	for _, sc := range []pausedLeader{
+		{name: "fenced, the successor has written", fenced: true, successorWrites: true},
+		{name: "fenced, the successor has not written", fenced: true},
+		{name: "without the policy, the paused leader's write lands", successorWrites: true},
+	} {
+		t.Run(sc.name, func(st *testing.T) { sc.play(st, t, bin) })
+	}
 }
 
-func playPausedLeader(t *testing.T, bin string, fenced bool) {
+// pausedLeader is one variant of TestControlPlane's scenario.
+type pausedLeader struct {
+	name string
+	// fenced installs the policy; successorWrites starts b's app.
+	fenced, successorWrites bool
+}
+
+// play runs the variant in t; parent removes the policy when it ends.
+func (sc pausedLeader) play(t, parent *testing.T, bin string) {
 	ctx := t.Context()
 	ns, err := cluster.CreateNamespace(ctx, "control-plane")
 	if err != nil {
@@ -77,8 +99,8 @@ func playPausedLeader(t *testing.T, bin string, fenced bool) {
 	}
 	a := startSidecar(t, f, "a")
 	first := awaitLeadership(t, a) // a leads: its sidecar has created the Lease, the policy's parameter
-	if fenced {
-		installFencingPolicy(t, ns)
+	if sc.fenced {
+		installFencingPolicy(t, parent, ns)
 	}
 	b := startSidecar(t, f, "b")
 
@@ -92,11 +114,13 @@ func playPausedLeader(t *testing.T, bin string, fenced bool) {
 	}
 	env := []string{"POD_NAMESPACE=" + ns, "LEASEHOLD_LEASE_NAME=" + controlPlaneLease, "KUBECONFIG=" + user.Kubeconfig, "RESYNC=" + resync.String()}
 	appA := startWorker(t, []string{bin}, a.APIURL, "", "a", append(env, "PAUSE_BEFORE_WRITE=2")...)
-	startWorker(t, []string{bin}, b.APIURL, "", "b", env...)
+	if sc.successorWrites {
+		startWorker(t, []string{bin}, b.APIURL, "", "b", env...)
+	}
 
 	// 1. a records itself, with its token.
 	token1 := first.Status.FencingToken
-	awaitPrimary(t, ns, "a", token1.String())
+	recorded := awaitPrimary(t, ns, "a", token1.String())
 
 	// 2. a's app has checked for its second write and stopped itself;
 	// a's sidecar is paused with it.
@@ -110,13 +134,22 @@ func playPausedLeader(t *testing.T, bin string, fenced bool) {
 		t.Fatal(err)
 	}
 
-	// 3. b takes over and records itself, with its larger token.
+	// 3. b takes over and, with its app, records itself with its larger
+	// token; without, the test waits until admission sees b's term.
 	second := awaitLeadership(t, b)
 	token2 := second.Status.FencingToken
 	if token2 <= token1 {
 		t.Fatalf("b's token %d is not above a's %d", token2, token1)
 	}
-	awaitPrimary(t, ns, "b", token2.String())
+	want, wantRule := "b", "rule 2 "
+	if sc.successorWrites {
+		recorded = awaitPrimary(t, ns, "b", token2.String())
+	} else {
+		want, wantRule = "a", "rule 3 "
+		if sc.fenced {
+			awaitTermAdmitted(t, ns)
+		}
+	}
 
 	// 4. a's app resumes and sends its write with the old token.
 	if err := appA.cmd.Process.Signal(syscall.SIGCONT); err != nil {
@@ -127,20 +160,28 @@ func playPausedLeader(t *testing.T, bin string, fenced bool) {
 		outcome = afterPause(readLog(t, appA))
 		return outcome != ""
 	})
-	if !fenced {
+	if !sc.fenced {
 		if !strings.HasPrefix(outcome, "recorded primary=a") || !strings.Contains(outcome, "with token "+token1.String()) {
 			t.Fatalf("without the policy, a's write after the pause: %q; want it recorded with token %d (the split brain the policy prevents)", outcome, token1)
 		}
 		t.Logf("without the policy, the paused leader's write with token %d landed over b's %d: %s", token1, token2, outcome)
 		return
 	}
-	if !strings.HasPrefix(outcome, "refused:") || !strings.Contains(outcome, "leasehold fencing rule 2 ") {
-		t.Fatalf("a's write with token %d after the pause: %q; want refused by the fencing policy's rule 2 (b has written the ConfigMap)", token1, outcome)
+	if !strings.HasPrefix(outcome, "refused:") || !strings.Contains(outcome, "leasehold fencing "+wantRule) {
+		t.Fatalf("a's write with token %d after the pause: %q; want refused by the fencing policy's %s", token1, outcome, wantRule)
 	}
 	t.Logf("a's write after the pause: %s", outcome)
-	if cm := getPrimary(t, ns); cm.Data["primary"] != "b" || cm.Annotations[fencepolicy.TokenAnnotation] != token2.String() {
-		t.Fatalf("after the refusal the ConfigMap names %q with token %q; want b with %d", cm.Data["primary"], cm.Annotations[fencepolicy.TokenAnnotation], token2)
+	checkUnchanged := func(when string) {
+		t.Helper()
+		cm := getPrimary(t, ns)
+		if cm.Data["primary"] != want || cm.Annotations[fencepolicy.TokenAnnotation] != recorded.Annotations[fencepolicy.TokenAnnotation] {
+			t.Fatalf("%s the ConfigMap names %q with token %q; want %s with %s", when, cm.Data["primary"], cm.Annotations[fencepolicy.TokenAnnotation], want, recorded.Annotations[fencepolicy.TokenAnnotation])
+		}
+		if !sc.successorWrites && cm.ResourceVersion != recorded.ResourceVersion {
+			t.Fatalf("%s the ConfigMap is at resourceVersion %s; want a's first write's, %s: no one else wrote it", when, cm.ResourceVersion, recorded.ResourceVersion)
+		}
 	}
+	checkUnchanged("after the refusal")
 
 	// a's sidecar resumes and follows b; a's app, waiting for a term
 	// newer than the refused one, writes nothing more.
@@ -151,10 +192,34 @@ func playPausedLeader(t *testing.T, bin string, fenced bool) {
 		st, err := a.Status(ctx)
 		return err == nil && !st.Leader && st.Holder == second.Status.Holder
 	})
-	awaitPrimary(t, ns, "b", token2.String())
+	checkUnchanged("once a's sidecar follows b")
 	if after := strings.SplitAfter(readLog(t, appA), "refused:")[1]; strings.Contains(after, "recorded") || strings.Contains(after, "refused:") {
 		t.Errorf("a's app wrote again after the refusal:\n%s", after)
 	}
+}
+
+// awaitTermAdmitted waits until admission compares tokens with a newer
+// term than the one that wrote the ConfigMap: a dry-run update of it as
+// it is (its own token, so rule 2 holds) is refused by rule 3. The
+// apiserver reads the Lease from its cache; this waits that cache's delay
+// out.
+func awaitTermAdmitted(t *testing.T, ns string) {
+	t.Helper()
+	var last error
+	defer func() {
+		if t.Failed() {
+			t.Logf("the last dry-run update's answer: %v", last)
+		}
+	}()
+	poll.Until(t, generous, 5*time.Millisecond, "admission seeing the new term", func() bool {
+		probe := getPrimary(t, ns)
+		if probe.Data == nil {
+			probe.Data = map[string]string{}
+		}
+		probe.Data["probe"] = "1" // never a no-op
+		_, last = cluster.Clientset().CoreV1().ConfigMaps(ns).Update(t.Context(), probe, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last != nil && strings.Contains(last.Error(), "leasehold fencing rule 3 ")
+	})
 }
 
 // startSidecar starts a sidecar of f named name, stopped when the test ends.
@@ -176,9 +241,9 @@ func startSidecar(t *testing.T, f fleet.Config, name string) *fleet.Instance {
 
 // installFencingPolicy applies what `leasehold fencing-policy --lease
 // controlPlaneLease --namespace ns` prints (as `| kubectl apply -f -`
-// would), deletes it when the test ends, and waits until admission
+// would), deletes it when the test keep ends, and waits until admission
 // enforces it: a fenced ConfigMap without a token is refused by rule 1.
-func installFencingPolicy(t *testing.T, ns string) {
+func installFencingPolicy(t, keep *testing.T, ns string) {
 	t.Helper()
 	ctx := t.Context()
 	out, err := exec.CommandContext(ctx, sidecar, "fencing-policy", "--lease", controlPlaneLease, "--namespace", ns).Output()
@@ -201,7 +266,7 @@ func installFencingPolicy(t *testing.T, ns string) {
 	if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, &policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	keep.Cleanup(func() {
 		_ = adm.ValidatingAdmissionPolicyBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 		_ = adm.ValidatingAdmissionPolicies().Delete(context.Background(), policy.Name, metav1.DeleteOptions{})
 	})
@@ -217,8 +282,9 @@ func installFencingPolicy(t *testing.T, ns string) {
 	})
 }
 
-// awaitPrimary waits until the ConfigMap names primary, stamped with token.
-func awaitPrimary(t *testing.T, ns, primary, token string) {
+// awaitPrimary waits until the ConfigMap names primary, stamped with
+// token, and returns it.
+func awaitPrimary(t *testing.T, ns, primary, token string) *corev1.ConfigMap {
 	t.Helper()
 	var cm *corev1.ConfigMap
 	poll.Until(t, generous, 10*time.Millisecond, "the ConfigMap naming "+primary+" with token "+token, func() bool {
@@ -228,6 +294,7 @@ func awaitPrimary(t *testing.T, ns, primary, token string) {
 	if cm.Labels[fencepolicy.FencedByLabel] != controlPlaneLease {
 		t.Errorf("the ConfigMap's labels %v; want %s=%s", cm.Labels, fencepolicy.FencedByLabel, controlPlaneLease)
 	}
+	return cm
 }
 
 // getPrimary reads the example's ConfigMap (empty while it does not exist).
