@@ -1,0 +1,204 @@
+package chart_test
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// fencingKinds are the kinds fencing.enabled renders.
+var fencingKinds = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+
+// fencingPolicyCLI runs `leasehold fencing-policy` (the built sidecar
+// binary) and returns its stdout, stderr and exit status.
+func fencingPolicyCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	if sidecar == "" {
+		t.Skip("needs the sidecar binary (not built with -short)")
+	}
+	cmd := exec.CommandContext(t.Context(), sidecar, append([]string{"fencing-policy"}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if exit, ok := err.(*exec.ExitError); ok {
+		return out.String(), errOut.String(), exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), 0
+}
+
+// The chart's fencing objects are, for each Lease the chart knows, the
+// policy and binding that `leasehold fencing-policy` prints for that Lease,
+// the release namespace and fencing.resources: equal as typed objects,
+// but for the labels (the chart's own, which wantLabels checks on every
+// rendered object, instead of the CLI's managed-by: leasehold). With a
+// lease group every role or shard gets its own pair; the member Leases of
+// the group or of handover: successor get none (no app writes with their
+// tokens).
+func TestFencingObjectsAreTheCLIs(t *testing.T) {
+	requireHelm(t)
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		args      []string
+		leases    []string
+		resources string // --resources, "" for the CLI's default
+	}{
+		"single Lease, default resources": {nil, []string{"ci-leasehold"}, ""},
+		"named Lease, several resources": {[]string{"--set", "leaseName=orders.leader", "--set", "fencing.resources={configmaps,apps/deployments,example.com/widgets}"},
+			[]string{"orders.leader"}, "configmaps,apps/deployments,example.com/widgets"},
+		"handover: successor":  {[]string{"--set", "handover=successor"}, []string{"ci-leasehold"}, ""},
+		"shards":               {[]string{"--set", "leaseName=orders", "--set", "shards=3"}, []string{"orders-0", "orders-1", "orders-2"}, ""},
+		"named roles":          {[]string{"--set", "leases={scheduler,compactor}", "--set", "fencing.resources={ apps/statefulsets }"}, []string{"scheduler", "compactor"}, "apps/statefulsets"},
+		"observer of a Lease":  {[]string{"--set", "candidate=false"}, []string{"ci-leasehold"}, ""},
+		"a name of digits too": {[]string{"--set", "leaseName=1234"}, []string{"1234"}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			objs := render(t, "ci", "shop", chartDir, append([]string{"--set", "fencing.enabled=true"}, tc.args...)...)
+			policies, bindings := only(objs, fencingKinds[0]), only(objs, fencingKinds[1])
+			if len(policies) != len(tc.leases) || len(bindings) != len(tc.leases) {
+				t.Fatalf("%d policies and %d bindings, want one of each per Lease %v", len(policies), len(bindings), tc.leases)
+			}
+			for i, lease := range tc.leases {
+				args := []string{"--lease", lease, "--namespace", "shop"}
+				if tc.resources != "" {
+					args = append(args, "--resources", tc.resources)
+				}
+				out, stderr, code := fencingPolicyCLI(t, args...)
+				if code != 0 {
+					t.Fatalf("leasehold fencing-policy %v: exit %d\n%s", args, code, stderr)
+				}
+				printed, err := decode(out)
+				if err != nil || len(printed) != 2 {
+					t.Fatalf("leasehold fencing-policy printed %d objects (%v), want 2:\n%s", len(printed), err, out)
+				}
+				samePolicy(t, lease, convert[admissionregistrationv1.ValidatingAdmissionPolicy](t, policies[i]),
+					convert[admissionregistrationv1.ValidatingAdmissionPolicy](t, withoutStatus(printed[0])))
+				samePolicy(t, lease, convert[admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, bindings[i]),
+					convert[admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, withoutStatus(printed[1])))
+			}
+		})
+	}
+}
+
+// withoutStatus drops the empty status the CLI prints (a Go struct's zero
+// value), which the apiserver ignores on create.
+func withoutStatus(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	obj = obj.DeepCopy()
+	unstructured.RemoveNestedField(obj.Object, "status")
+	return obj
+}
+
+// fencingObject is a policy or a binding.
+type fencingObject interface {
+	*admissionregistrationv1.ValidatingAdmissionPolicy | *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	SetLabels(map[string]string)
+	GetName() string
+}
+
+// samePolicy fails t unless the chart's object equals the CLI's but for
+// the labels.
+func samePolicy[T fencingObject](t *testing.T, lease string, chart, cli T) {
+	t.Helper()
+	chart.SetLabels(nil)
+	cli.SetLabels(nil)
+	if !equality.Semantic.DeepEqual(chart, cli) {
+		c, _ := yaml.Marshal(chart)
+		p, _ := yaml.Marshal(cli)
+		t.Errorf("Lease %s: the chart's %s differs from leasehold fencing-policy's:\nchart:\n%s\nCLI:\n%s", lease, cli.GetName(), c, p)
+	}
+}
+
+// Fencing is off by default: the default rendering, and one with the demo,
+// has no admission policy or binding, and the sidecar does not publish a
+// token floor.
+func TestFencingIsOffByDefault(t *testing.T) {
+	requireHelm(t)
+	t.Parallel()
+	for _, args := range [][]string{nil, {"--set", "demo.enabled=true"}, {"--set", "demo.enabled=true", "--set", "shards=2", "--set", "fencing.resources={secrets}"}} {
+		objs := render(t, "ci", "ci-ns", chartDir, args...)
+		for _, kind := range fencingKinds {
+			if found := only(objs, kind); len(found) != 0 {
+				t.Errorf("helm template %v renders %d %s; want none unless fencing.enabled", args, len(found), kind)
+			}
+		}
+		for _, d := range only(objs, "Deployment") {
+			c := container(convert[appsv1.Deployment](t, d).Spec.Template.Spec.InitContainers, "leasehold")
+			wantUnset(t, c, "LEASEHOLD_FENCING_FLOOR")
+		}
+	}
+}
+
+// A fencing.resources item that `leasehold fencing-policy --resources`
+// refuses fails the rendering with the CLI's own message; so does a Lease
+// name that cannot be the label's value.
+func TestFencingRefusesWhatTheCLIRefuses(t *testing.T) {
+	requireHelm(t)
+	t.Parallel()
+	long := strings.Repeat("a", 64)
+	for name, items := range map[string][]string{
+		"upper case":                   {"ConfigMaps"},
+		"a subresource":                {"apps/deployments/scale"},
+		"a version":                    {"apps/v1/deployments"},
+		"a group that is no subdomain": {"Apps_/deployments"},
+		"a group too long":             {strings.Repeat("g", 254) + "/widgets"},
+		"dots in the resource":         {"config.maps"},
+		"a resource too long":          {long},
+		"too long and upper case":      {strings.ToUpper(long)},
+		"empty":                        {""},
+		"blank":                        {"  "},
+		"no resource after the group":  {"apps/"},
+		"named twice":                  {"configmaps", "configmaps"},
+		"a group's named twice":        {"apps/deployments", "configmaps", "apps/deployments"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, stderr, code := fencingPolicyCLI(t, "--lease", "orders", "--resources", strings.Join(items, ","))
+			const prefix = "leasehold fencing-policy: "
+			if code != 2 || !strings.HasPrefix(stderr, prefix) {
+				t.Fatalf("leasehold fencing-policy --resources %q: exit %d, stderr %q; want 2 and %q", strings.Join(items, ","), code, stderr, prefix)
+			}
+			msg := strings.TrimPrefix(strings.TrimPrefix(strings.SplitN(stderr, "\n", 2)[0], prefix), "--resources: ")
+			want := "fencing.resources: " + msg
+			list, err := yaml.Marshal(map[string]any{"fencing": map[string]any{"enabled": true, "resources": items}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := helm(t, "template", "bad", chartDir, "-f", writeValues(t, string(list)))
+			if err == nil {
+				t.Fatalf("helm template with fencing.resources %q succeeded:\n%s", items, out)
+			}
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("helm template with fencing.resources %q:\n%v\nwant the CLI's message:\n%s", items, err, want)
+			}
+		})
+	}
+	t.Run("a Lease name too long for the label", func(t *testing.T) {
+		t.Parallel()
+		prefix := strings.Repeat("s", 62)
+		_, stderr, code := fencingPolicyCLI(t, "--lease", prefix+"-10")
+		cliMsg := strings.TrimPrefix(strings.SplitN(stderr, "\n", 2)[0], "leasehold fencing-policy: ")
+		if code != 2 || !strings.Contains(cliMsg, "cannot be the value of the label") {
+			t.Fatalf("leasehold fencing-policy: exit %d, %q", code, stderr)
+		}
+		_, err := helm(t, "template", "bad", chartDir, "--set", "fencing.enabled=true", "--set", "leaseName="+prefix, "--set", "shards=11")
+		if err == nil || !strings.Contains(err.Error(), "fencing.enabled: "+cliMsg) {
+			t.Errorf("helm template with shard %s-10: %v\nwant the CLI's message %q", prefix, err, cliMsg)
+		}
+	})
+	t.Run("no resource", func(t *testing.T) {
+		t.Parallel()
+		_, err := helm(t, "template", "bad", chartDir, "--set", "fencing.enabled=true", "--set-json", "fencing.resources=[]")
+		if err == nil || !strings.Contains(err.Error(), "at '/fencing/resources'") {
+			t.Errorf("helm template with no fenced resource: %v; want the schema's refusal", err)
+		}
+	})
+}
