@@ -58,7 +58,7 @@ func TestFencingObjectsAreTheCLIs(t *testing.T) {
 		"shards":               {[]string{"--set", "leaseName=orders", "--set", "shards=3"}, []string{"orders-0", "orders-1", "orders-2"}, ""},
 		"named roles":          {[]string{"--set", "leases={scheduler,compactor}", "--set", "fencing.resources={ apps/statefulsets }"}, []string{"scheduler", "compactor"}, "apps/statefulsets"},
 		"observer of a Lease":  {[]string{"--set", "candidate=false"}, []string{"ci-leasehold"}, ""},
-		"a name of digits too": {[]string{"--set", "leaseName=1234"}, []string{"1234"}, ""},
+		"a name of digits too": {[]string{"--set-string", "leaseName=1234"}, []string{"1234"}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -183,7 +183,7 @@ func TestFencingRefusesWhatTheCLIRefuses(t *testing.T) {
 	}
 	t.Run("a Lease name too long for the label", func(t *testing.T) {
 		t.Parallel()
-		prefix := strings.Repeat("s", 62)
+		prefix := strings.Repeat("s", 61) // shards -0 … -9 fit in 63 characters, -10 does not
 		_, stderr, code := fencingPolicyCLI(t, "--lease", prefix+"-10")
 		cliMsg := strings.TrimPrefix(strings.SplitN(stderr, "\n", 2)[0], "leasehold fencing-policy: ")
 		if code != 2 || !strings.Contains(cliMsg, "cannot be the value of the label") {
