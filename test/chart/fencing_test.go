@@ -2,15 +2,23 @@ package chart_test
 
 import (
 	"bytes"
+	"context"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
 // fencingKinds are the kinds fencing.enabled renders.
@@ -201,4 +209,90 @@ func TestFencingRefusesWhatTheCLIRefuses(t *testing.T) {
 			t.Errorf("helm template with no fenced resource: %v; want the schema's refusal", err)
 		}
 	})
+}
+
+// installerRule is what lets a user install, upgrade and uninstall the
+// chart's fencing objects; installerLeaseRule what the apiserver also
+// requires of whoever creates a policy whose parameter is a Lease, or a
+// binding that names one: get on Leases in every namespace.
+var (
+	installerRule = rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"},
+		Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"},
+		Verbs:     []string{"get", "list", "create", "update", "patch", "delete"}}
+	installerLeaseRule = rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}}
+)
+
+// Who may install the fencing objects (chart README, "Fenced writes"): a
+// user bound to a ClusterRole with installerRule and installerLeaseRule
+// creates the rendered policy and binding; with installerRule alone the
+// apiserver refuses the policy, for want of get on Leases.
+func TestFencingObjectsNeedClusterWidePermissions(t *testing.T) {
+	kubetest.Require(t, cluster)
+	requireHelm(t)
+	t.Parallel()
+	ctx := t.Context()
+	cs := cluster.Clientset()
+	ns := newNamespace(t, "fencing-installer")
+	objs := render(t, "ci", ns, chartDir, "--set", "fencing.enabled=true")
+	policy := one(t, objs, fencingKinds[0])
+	binding := one(t, objs, fencingKinds[1])
+
+	name := "fencing-installer-" + ns
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{installerRule}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		bg := context.Background()
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(bg, name, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoles().Delete(bg, name, metav1.DeleteOptions{})
+		_ = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(bg, binding.GetName(), metav1.DeleteOptions{})
+		_ = cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(bg, policy.GetName(), metav1.DeleteOptions{})
+	})
+	user, err := cluster.User(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(user.Config)
+	create := func(obj *unstructured.Unstructured) error {
+		gvr := admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies")
+		if obj.GetKind() == fencingKinds[1] {
+			gvr = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings")
+		}
+		_, err := dyn.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	}
+	allowed := func(verb, group, resource string) bool {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: name,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource}}}
+		got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed
+	}
+
+	eventually(t, 30*time.Second, "the installer's ClusterRole in force", func() bool {
+		return allowed("create", "admissionregistration.k8s.io", "validatingadmissionpolicies")
+	})
+	const refusal = `must have "get" permission on all objects of the referenced paramKind (kind=Lease`
+	if err := create(policy); err == nil || !strings.Contains(err.Error(), refusal) {
+		t.Fatalf("the policy created without get on Leases: %v; want refused (%q)", err, refusal)
+	}
+
+	role.Rules = append(role.Rules, installerLeaseRule)
+	if _, err := cs.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "get on Leases in force", func() bool { return allowed("get", "coordination.k8s.io", "leases") })
+	for _, obj := range []*unstructured.Unstructured{policy, binding} {
+		if err := create(obj); err != nil {
+			t.Errorf("%s %s as the installer: %v", obj.GetKind(), obj.GetName(), err)
+		}
+	}
 }
