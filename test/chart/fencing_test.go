@@ -11,13 +11,17 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/leasehold/leasehold/internal/fencepolicy"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
 
@@ -294,5 +298,62 @@ func TestFencingObjectsNeedClusterWidePermissions(t *testing.T) {
 		if err := create(obj); err != nil {
 			t.Errorf("%s %s as the installer: %v", obj.GetKind(), obj.GetName(), err)
 		}
+	}
+}
+
+// helm install with fencing.enabled puts the policy in force on the
+// release namespace: while the Lease does not exist a fenced write is
+// refused, once it publishes a token a write with a lower one is refused
+// (rule 3) and one with that token lands; helm uninstall removes the
+// cluster-scoped objects.
+func TestHelmInstallsTheFencingPolicy(t *testing.T) {
+	kubetest.Require(t, cluster)
+	requireHelm(t)
+	t.Parallel()
+	ctx := t.Context()
+	cs := cluster.Clientset()
+	ns := newNamespace(t, "fencing-install")
+	hl := func(args ...string) string {
+		return mustHelm(t, append(args, "--namespace", ns, "--kubeconfig", cluster.Admin().Kubeconfig)...)
+	}
+	hl("install", "fenced", chartDir, "--set", "fencing.enabled=true")
+	const lease = "fenced-leasehold"
+	name := "leasehold-fencing." + ns + "." + lease
+	admission := cs.AdmissionregistrationV1()
+	t.Cleanup(func() { // if uninstall was not reached
+		_ = admission.ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = admission.ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	write := func(token string) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "state",
+			Labels:      map[string]string{fencepolicy.FencedByLabel: lease},
+			Annotations: map[string]string{fencepolicy.TokenAnnotation: token}}}
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	var err error
+	eventually(t, 30*time.Second, "a fenced write refused for want of the Lease", func() bool {
+		err = write("5")
+		return err != nil && strings.Contains(err.Error(), "no params found")
+	})
+
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lease, Annotations: map[string]string{fencepolicy.TokenAnnotation: "100"}}}
+	if _, err := cs.CoordinationV1().Leases(ns).Create(ctx, l, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a write with token 5 refused by rule 3 (the Lease publishes 100)", func() bool {
+		err = write("5")
+		return err != nil && strings.Contains(err.Error(), "leasehold fencing rule 3")
+	})
+	if err := write("100"); err != nil {
+		t.Errorf("a write with the Lease's token: %v", err)
+	}
+
+	hl("uninstall", "fenced", "--wait")
+	if _, err := admission.ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the policy after helm uninstall: %v; want it gone", err)
+	}
+	if _, err := admission.ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the binding after helm uninstall: %v; want it gone", err)
 	}
 }
