@@ -110,7 +110,10 @@ function fencedWrite({ namespace, lease }, token, n) {
       res.setEncoding('utf8');
       res.on('data', (chunk) => (answer += chunk));
       res.on('end', () => {
-        const message = answer ? JSON.parse(answer).message || '' : '';
+        let message = answer;
+        try {
+          message = JSON.parse(answer).message || '';
+        } catch {} // not a Status: keep the text
         if (res.statusCode === 403 && message.includes('leasehold fencing')) resolve(message);
         else if (res.statusCode >= 200 && res.statusCode <= 299) resolve(undefined);
         else reject(new Error(`apiserver answered HTTP ${res.statusCode}: ${message}`));

@@ -86,11 +86,11 @@ fenced_write() {
 apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: $FENCED_CONFIGMAP
-  namespace: $namespace
-  labels: {leasehold.io/fenced-by: $lease}
+  name: "$FENCED_CONFIGMAP"
+  namespace: "$namespace"
+  labels: {leasehold.io/fenced-by: "$lease"}
   annotations: {leasehold.io/fencing-token: "$token"}
-data: {writer: $WORKER_NAME, write: "$1"}
+data: {writer: "$WORKER_NAME", write: "$1"}
 EOF
 	kubectl apply --server-side --force-conflicts --field-manager=leasehold-example \
 		--request-timeout=5s -f "$tmp/configmap.yaml" >"$tmp/kubectl" 2>&1 &
