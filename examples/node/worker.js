@@ -103,6 +103,7 @@ function fencedWrite({ namespace, lease }, token, n) {
       'Content-Type': 'application/apply-patch+yaml', // JSON is YAML
     },
     timeout: 5000,
+    signal: stop.signal, // SIGTERM ends it too
   };
   return new Promise((resolve, reject) => {
     const req = https.request(options, (res) => {
