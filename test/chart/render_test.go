@@ -207,6 +207,16 @@ var ciExpectations = map[string]expectation{
 			}
 		},
 	},
+	"fencing-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"},
+		native: true, fullname: "ci-leasehold", lease: "", serviceAccount: "ci-leasehold",
+		rules:  groupRules,
+		leases: []string{"scheduler", "compactor"},
+		check: func(t *testing.T, sidecar, _ *corev1.Container, _ *appsv1.Deployment) {
+			wantEnv(t, sidecar, map[string]string{"LEASEHOLD_LEASES": "scheduler,compactor", "LEASEHOLD_FENCING_FLOOR": "true"})
+		},
+	},
 	"plain-container-values.yaml": {
 		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: false,
 		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
