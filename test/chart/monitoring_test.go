@@ -251,8 +251,8 @@ func TestMonitoringRendering(t *testing.T) {
 	}
 
 	rules := renderedRules(t, objs)
-	if len(rules) != 6 {
-		t.Errorf("%d alerts, want 6", len(rules))
+	if len(rules) != 9 {
+		t.Errorf("%d alerts, want 9", len(rules))
 	}
 	for _, r := range rules {
 		if r.Labels["team"] != "platform" || r.Labels["severity"] == "" {
@@ -369,23 +369,68 @@ func renderedRules(t testing.TB, objs []*unstructured.Unstructured) []alertRule 
 }
 
 // The chart's alerts, rendered with the default thresholds, pass `promtool
-// check rules` and their unit tests (testdata/alerts.test.yaml) under
-// `promtool test rules`; every alert is tested both firing and held back.
+// check rules` and their unit tests under `promtool test rules`: for one
+// Lease (testdata/alerts.test.yaml), every alert tested both firing and
+// held back, LeaseholdAbsent firing with no series at all; for a lease
+// group (ci/shards-values.yaml, testdata/alerts-group.test.yaml), the alerts
+// a group judges differently (per Lease of the group, the group as a whole,
+// its membership), each both firing and held back. The group's rules are
+// the single Lease's plus LeaseholdGroupMembershipFlapping.
 func TestAlertRulesPassPromtool(t *testing.T) {
 	requireHelm(t)
 	bin := promtool(t)
 	t.Parallel()
-	groups := renderedGroups(t, render(t, "ci", "ci-ns", chartDir, "--set", "prometheusRule.enabled=true"))
+	single := renderedGroups(t, render(t, "ci", "ci-ns", chartDir, "--set", "prometheusRule.enabled=true"))
+	grouped := renderedGroups(t, render(t, "ci", "ci-ns", chartDir, "-f", filepath.Join(chartDir, "ci", "shards-values.yaml"), "--set", "prometheusRule.enabled=true"))
+	singleAlerts, groupAlerts := alertNames(single), alertNames(grouped)
+	if want := append(slices.Clone(singleAlerts), "LeaseholdGroupMembershipFlapping"); !slices.Equal(groupAlerts, want) {
+		t.Errorf("a group's alerts are %v, want %v", groupAlerts, want)
+	}
+	for _, c := range []struct {
+		name, testFile string
+		groups         ruleGroups
+		tested         []string // the alerts the file must test firing and held back
+	}{
+		{"one Lease", "alerts.test.yaml", single, singleAlerts},
+		{"a lease group", "alerts-group.test.yaml", grouped, []string{"LeaseholdNoLeader", "LeaseholdMultipleLeaders", "LeaseholdAbsent", "LeaseholdGroupMembershipFlapping"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fires, quiet := promtoolRules(t, bin, c.groups, c.testFile)
+			for _, alert := range c.tested {
+				if !fires[alert] || !quiet[alert] {
+					t.Errorf("%s: tested firing %v, held back %v; want both in testdata/%s", alert, fires[alert], quiet[alert], c.testFile)
+				}
+			}
+		})
+	}
+}
+
+// alertNames lists the alerts of groups, in order.
+func alertNames(groups ruleGroups) []string {
+	var names []string
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			names = append(names, r.Alert)
+		}
+	}
+	return names
+}
+
+// promtoolRules writes groups as rules.yaml next to a copy of
+// testdata/testFile, runs `promtool check rules` and `promtool test rules`
+// on them, and returns which alerts the file tests firing and held back.
+func promtoolRules(t *testing.T, bin string, groups ruleGroups, testFile string) (fires, quiet map[string]bool) {
+	t.Helper()
 	dir := t.TempDir()
 	rules, err := yaml.Marshal(groups)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests, err := os.ReadFile(filepath.Join("testdata", "alerts.test.yaml"))
+	tests, err := os.ReadFile(filepath.Join("testdata", testFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{"rules.yaml": rules, "alerts.test.yaml": tests} {
+	for name, data := range map[string][]byte{"rules.yaml": rules, testFile: tests} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -401,7 +446,7 @@ func TestAlertRulesPassPromtool(t *testing.T) {
 		}
 	}
 	run("check", "rules", "rules.yaml")
-	run("test", "rules", "alerts.test.yaml")
+	run("test", "rules", testFile)
 
 	var unit struct {
 		Tests []struct {
@@ -414,7 +459,7 @@ func TestAlertRulesPassPromtool(t *testing.T) {
 	if err := yaml.Unmarshal(tests, &unit); err != nil {
 		t.Fatal(err)
 	}
-	fires, quiet := map[string]bool{}, map[string]bool{}
+	fires, quiet = map[string]bool{}, map[string]bool{}
 	for _, tc := range unit.Tests {
 		for _, a := range tc.AlertRuleTest {
 			if len(a.ExpAlerts) > 0 {
@@ -424,13 +469,7 @@ func TestAlertRulesPassPromtool(t *testing.T) {
 			}
 		}
 	}
-	for _, g := range groups.Groups {
-		for _, r := range g.Rules {
-			if !fires[r.Alert] || !quiet[r.Alert] {
-				t.Errorf("%s: tested firing %v, held back %v; want both in testdata/alerts.test.yaml", r.Alert, fires[r.Alert], quiet[r.Alert])
-			}
-		}
-	}
+	return fires, quiet
 }
 
 // selector is one vector selector of a PromQL expression: a metric name
