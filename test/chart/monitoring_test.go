@@ -566,13 +566,16 @@ type dashboard struct {
 			Query      any    `json:"query"`
 		} `json:"list"`
 	} `json:"templating"`
-	Panels []struct {
-		Title   string `json:"title"`
-		Type    string `json:"type"`
-		Targets []struct {
-			Expr string `json:"expr"`
-		} `json:"targets"`
-	} `json:"panels"`
+	Panels []dashboardPanel `json:"panels"`
+}
+
+// dashboardPanel is what the tests read of one panel.
+type dashboardPanel struct {
+	Title   string `json:"title"`
+	Type    string `json:"type"`
+	Targets []struct {
+		Expr string `json:"expr"`
+	} `json:"targets"`
 }
 
 func readDashboard(t testing.TB) (*dashboard, []string) {
