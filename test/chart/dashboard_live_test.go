@@ -38,6 +38,9 @@ const (
 type dashboardMode struct {
 	name   string
 	leases []string // the Leases the lease variable must offer
+	// election is the constant label, besides namespace, that every
+	// leasehold_* series carries: lease, or group.
+	election, electionValue string
 	// absent are the panels that have no data in this mode, with why.
 	absent map[string]string
 }
@@ -71,7 +74,7 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 	upstream := strings.TrimPrefix(app.URL, "http://")
 
 	exported := map[string]map[string]bool{} // family → its own label names (without namespace, lease, group)
-	single := dashboardMode{name: "one Lease", leases: []string{"dash"}, absent: map[string]string{
+	single := dashboardMode{name: "one Lease", leases: []string{"dash"}, election: "lease", electionValue: "dash", absent: map[string]string{
 		"Members seen": "a single Lease keeps no membership",
 		"Lease moves":  "a single Lease keeps no membership",
 	}}
@@ -113,7 +116,7 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 		waitClockRate(t, insts)
 		checkDashboardQueries(t, bin, ns, single, insts, exported)
 	})
-	group := dashboardMode{name: "a lease group", leases: []string{"dash-0", "dash-1", "dash-2"}, absent: map[string]string{
+	group := dashboardMode{name: "a lease group", leases: []string{"dash-0", "dash-1", "dash-2"}, election: "group", electionValue: "dash", absent: map[string]string{
 		"Proxy requests": "the proxy serves one Lease",
 		"Proxy latency":  "the proxy serves one Lease",
 	}}
@@ -145,6 +148,59 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 		return
 	}
 	checkOpenAPIMetrics(t, exported)
+	checkAlertsNameExportedMetrics(t, exported)
+}
+
+// checkElectionLabels checks that every series of family carries the
+// namespace and mode's election label, and in a group, that the series
+// about one Lease name one of the group's Leases.
+func checkElectionLabels(t *testing.T, mode dashboardMode, ns string, family *dto.MetricFamily) {
+	t.Helper()
+	for _, m := range family.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if got["namespace"] != ns || got[mode.election] != mode.electionValue {
+			t.Errorf("%s: %s%v: want namespace=%s, %s=%s", mode.name, family.GetName(), got, ns, mode.election, mode.electionValue)
+		}
+		if lease, ok := got["lease"]; ok && !slices.Contains(mode.leases, lease) {
+			t.Errorf("%s: %s%v: lease %q is not one of %v", mode.name, family.GetName(), got, lease, mode.leases)
+		}
+	}
+}
+
+// checkAlertsNameExportedMetrics checks that the alerts, for one Lease and
+// for a group, name only metrics the sidecars exported (a histogram as
+// its _bucket, _sum and _count series). The dashboard's queries are
+// proven by returning data.
+func checkAlertsNameExportedMetrics(t *testing.T, exported map[string]map[string]bool) {
+	t.Helper()
+	requireHelm(t)
+	names := map[string]bool{}
+	for name := range exported {
+		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+			names[name+suffix] = true
+		}
+	}
+	var named []string
+	for _, args := range [][]string{
+		{"--set", "prometheusRule.enabled=true"},
+		{"-f", filepath.Join(chartDir, "ci", "shards-values.yaml"), "--set", "prometheusRule.enabled=true"},
+	} {
+		for _, r := range renderedRules(t, render(t, "ci", "ci-ns", chartDir, args...)) {
+			for _, name := range metricNames(r.Expr) {
+				if !names[name] {
+					t.Errorf("%s: %q names %s, which no sidecar exported", r.Alert, r.Expr, name)
+				}
+				if !slices.Contains(named, name) {
+					named = append(named, name)
+				}
+			}
+		}
+	}
+	slices.Sort(named)
+	t.Logf("the alerts use %d metrics, all exported: %v", len(named), named)
 }
 
 // createPods creates Pods of those names in ns (never scheduled: no
@@ -222,6 +278,9 @@ func checkDashboardQueries(t *testing.T, bin, ns string, mode dashboardMode, ins
 					continue
 				}
 				recordLabels(exported, family)
+				if round == 0 {
+					checkElectionLabels(t, mode, ns, family)
+				}
 				for key, v := range samples(family, target) {
 					if series[key] == nil {
 						series[key] = slices.Repeat([]string{"_"}, scrapeRounds)

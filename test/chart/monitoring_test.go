@@ -660,62 +660,6 @@ func TestDashboard(t *testing.T) {
 	}
 }
 
-// The dashboard and the alerts name only metrics that a real sidecar
-// exports: every name in their expressions is a series of its /metrics
-// (histograms as _bucket, _sum and _count), and every leasehold_* series
-// there carries the Lease's namespace and name.
-func TestDashboardAndAlertsNameOnlyExportedMetrics(t *testing.T) {
-	kubetest.Require(t, cluster)
-	requireHelm(t)
-	t.Parallel()
-	ns := newNamespace(t, "metrics")
-	inst := start(t, fleetConfig(t, ns, "metrics", nil), "a")
-	waitLeader(t, inst)
-	scrape, err := inst.Metrics(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	exported := map[string]bool{}
-	for name, family := range scrape {
-		exported[name] = true
-		switch family.GetType().String() {
-		case "HISTOGRAM":
-			exported[name+"_bucket"], exported[name+"_sum"], exported[name+"_count"] = true, true, true
-		case "SUMMARY":
-			exported[name+"_sum"], exported[name+"_count"] = true, true
-		}
-		if !strings.HasPrefix(name, "leasehold_") {
-			continue
-		}
-		for _, m := range family.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			if got["namespace"] != ns || got["lease"] != "metrics" {
-				t.Errorf("%s%v: want namespace=%s, lease=metrics", name, got, ns)
-			}
-		}
-	}
-	_, exprs := readDashboard(t)
-	for _, r := range renderedRules(t, render(t, "ci", "ci-ns", chartDir, "--set", "prometheusRule.enabled=true")) {
-		exprs = append(exprs, r.Expr)
-	}
-	var named []string
-	for _, expr := range exprs {
-		for _, name := range metricNames(expr) {
-			if !exported[name] {
-				t.Errorf("%q names %s, which the sidecar does not export", expr, name)
-			}
-			if !slices.Contains(named, name) {
-				named = append(named, name)
-			}
-		}
-	}
-	slices.Sort(named)
-	t.Logf("the dashboard and the alerts use %d metrics, all exported: %v", len(named), named)
-}
-
 // The API server checks the chart's monitoring objects against the
 // Prometheus Operator's CRD schemas (TestRenderedObjectsPassServerSideDryRun
 // dry-runs ci/monitoring-values.yaml), and that check has teeth: a
