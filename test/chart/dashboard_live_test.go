@@ -101,8 +101,10 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 				waitLeader(t, insts[0])
 			}
 		}
-		for _, proxy := range proxies { // local on the leader, forwarded on the follower
-			for range 3 {
+		// Requests through both proxies before every round of scrapes:
+		// local on the leader, forwarded on the follower.
+		traffic := func() {
+			for _, proxy := range proxies {
 				resp, err := http.Get(proxy)
 				if err != nil {
 					t.Fatal(err)
@@ -114,7 +116,7 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 			}
 		}
 		waitClockRate(t, insts)
-		checkDashboardQueries(t, bin, ns, single, insts, exported)
+		checkDashboardQueries(t, bin, ns, single, insts, traffic, exported)
 	})
 	group := dashboardMode{name: "a lease group", leases: []string{"dash-0", "dash-1", "dash-2"}, election: "group", electionValue: "dash", absent: map[string]string{
 		"Proxy requests": "the proxy serves one Lease",
@@ -142,7 +144,7 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 			return len(held) == 2+len(group.leases)
 		})
 		waitClockRate(t, insts)
-		checkDashboardQueries(t, bin, ns, group, insts, exported)
+		checkDashboardQueries(t, bin, ns, group, insts, func() {}, exported)
 	})
 	if t.Failed() {
 		return
@@ -255,10 +257,11 @@ func waitClockRate(t *testing.T, insts []*fleet.Instance) {
 	})
 }
 
-// checkDashboardQueries scrapes insts, writes the scrapes as promtool's
-// input series and every dashboard query as an expression test, and runs
-// `promtool test rules` on it; it adds the families scraped to exported.
-func checkDashboardQueries(t *testing.T, bin, ns string, mode dashboardMode, insts []*fleet.Instance, exported map[string]map[string]bool) {
+// checkDashboardQueries scrapes insts (after traffic, each round), writes
+// the scrapes as promtool's input series and every dashboard query as an
+// expression test, and runs `promtool test rules` on it; it adds the
+// families scraped to exported.
+func checkDashboardQueries(t *testing.T, bin, ns string, mode dashboardMode, insts []*fleet.Instance, traffic func(), exported map[string]map[string]bool) {
 	t.Helper()
 	series := map[string][]string{} // series → its value in each round ("_" when absent)
 	tick := time.NewTicker(scrapeEvery)
@@ -267,6 +270,7 @@ func checkDashboardQueries(t *testing.T, bin, ns string, mode dashboardMode, ins
 		if round > 0 {
 			<-tick.C
 		}
+		traffic()
 		for _, inst := range insts {
 			scrape, err := inst.Metrics(t.Context())
 			if err != nil {
