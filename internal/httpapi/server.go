@@ -73,6 +73,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/apphealth"
+	"github.com/leasehold/leasehold/internal/clockskew"
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/group"
@@ -160,6 +161,9 @@ type Options struct {
 	// Rank, when not nil, is reported in every status of the one Lease
 	// (data-aware failover; group.Group.Rank of it).
 	Rank func() group.RankStatus
+	// ServerClock, when not nil, bounds the apiserver's clock offset in
+	// every status (kubeclient.ServerClock.Offset).
+	ServerClock func() (clockskew.ServerOffset, bool)
 	// Advertises puts leaderAddress in every status (api.LeaderAddress):
 	// the sidecar has an advertised address (LEASEHOLD_ADVERTISE_ADDRESS).
 	// Without it, answers stay as they were before the field existed.
@@ -200,9 +204,10 @@ type Server struct {
 	byName    map[string]Election // elections by Lease name
 	names     []string            // the Lease names, in configured order
 
-	appHealth     AppHealthSource         // nil when health-gated candidacy is off
-	rank          func() group.RankStatus // nil when data-aware failover is off
-	advertises    bool                    // statuses carry leaderAddress (Options.Advertises)
+	appHealth     AppHealthSource                       // nil when health-gated candidacy is off
+	rank          func() group.RankStatus               // nil when data-aware failover is off
+	serverClock   func() (clockskew.ServerOffset, bool) // nil: not reported
+	advertises    bool                                  // statuses carry leaderAddress (Options.Advertises)
 	clock         clock.PassiveClock
 	leaseDuration time.Duration
 	log           *slog.Logger
@@ -243,6 +248,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		appHealth:     opts.AppHealth,
 		rank:          opts.Rank,
+		serverClock:   opts.ServerClock,
 		advertises:    opts.Advertises,
 		clock:         opts.Clock,
 		leaseDuration: opts.LeaseDuration,
