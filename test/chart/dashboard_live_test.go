@@ -63,9 +63,12 @@ type dashboardMode struct {
 // places the rounds scrapeStep apart, so the values are real and only
 // their timestamps are stretched (rates come out smaller than they were).
 //
-// The same scrapes check api/openapi.yaml's list of series: every
-// leasehold_* family exported in either mode is listed there with its own
-// labels, and every listed one was exported.
+// The same scrapes check that every leasehold_* series carries namespace
+// and the election (lease; in a group, group, and lease only naming one of
+// its Leases), that the alerts of both renderings name only exported
+// metrics, and api/openapi.yaml's list of series: every family exported in
+// either mode is listed there with its own labels, and every listed one was
+// exported.
 func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 	kubetest.Require(t, cluster)
 	bin := promtool(t)
