@@ -403,7 +403,7 @@ func TestAppHealthGatedCandidacy(t *testing.T) {
 		if leader == succ {
 			succ = ms[1]
 		}
-		crashed, err := leader.app.set(appCrashed)
+		crashed, err := leader.app.set(e.t, appCrashed)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -437,7 +437,7 @@ func TestAppHealthGatedCandidacy(t *testing.T) {
 		}
 		// The app restarts on the same URL: its member campaigns again but
 		// cannot disturb the successor's term.
-		back, err := leader.app.set(appHealthy)
+		back, err := leader.app.set(e.t, appHealthy)
 		if err != nil {
 			e.t.Fatal(err)
 		}
