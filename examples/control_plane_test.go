@@ -100,7 +100,7 @@ func (sc pausedLeader) play(t, parent *testing.T, bin string) {
 	a := startSidecar(t, f, "a")
 	first := awaitLeadership(t, a) // a leads: its sidecar has created the Lease, the policy's parameter
 	if sc.fenced {
-		installFencingPolicy(t, parent, ns)
+		applyPrintedFencingPolicy(t, parent, ns)
 	}
 	b := startSidecar(t, f, "b")
 
@@ -239,11 +239,11 @@ func startSidecar(t *testing.T, f fleet.Config, name string) *fleet.Instance {
 	return inst
 }
 
-// installFencingPolicy applies what `leasehold fencing-policy --lease
+// applyPrintedFencingPolicy applies what `leasehold fencing-policy --lease
 // controlPlaneLease --namespace ns` prints (as `| kubectl apply -f -`
 // would), deletes it when the test keep ends, and waits until admission
 // enforces it: a fenced ConfigMap without a token is refused by rule 1.
-func installFencingPolicy(t, keep *testing.T, ns string) {
+func applyPrintedFencingPolicy(t, keep *testing.T, ns string) {
 	t.Helper()
 	ctx := t.Context()
 	out, err := exec.CommandContext(ctx, sidecar, "fencing-policy", "--lease", controlPlaneLease, "--namespace", ns).Output()
