@@ -3,6 +3,7 @@ package examples_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -206,12 +207,7 @@ func (sc pausedLeader) play(t, parent *testing.T, bin string) {
 func awaitTermAdmitted(t *testing.T, ns string) {
 	t.Helper()
 	var last error
-	defer func() {
-		if t.Failed() {
-			t.Logf("the last dry-run update's answer: %v", last)
-		}
-	}()
-	poll.Until(t, generous, 5*time.Millisecond, "admission seeing the new term", func() bool {
+	poll.UntilReport(t, generous, 5*time.Millisecond, "admission seeing the new term", func() bool {
 		probe := getPrimary(t, ns)
 		if probe.Data == nil {
 			probe.Data = map[string]string{}
@@ -219,7 +215,7 @@ func awaitTermAdmitted(t *testing.T, ns string) {
 		probe.Data["probe"] = "1" // never a no-op
 		_, last = cluster.Clientset().CoreV1().ConfigMaps(ns).Update(t.Context(), probe, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 		return last != nil && strings.Contains(last.Error(), "leasehold fencing rule 3 ")
-	})
+	}, func() string { return fmt.Sprintf("the last dry-run update's answer: %v", last) })
 }
 
 // startSidecar starts a sidecar of f named name, stopped when the test ends.
