@@ -76,6 +76,7 @@ import (
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/group"
+	"github.com/leasehold/leasehold/internal/serverversion"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
@@ -157,6 +158,9 @@ type Options struct {
 	// AppHealth, when not nil, is reported in every status (health-gated
 	// candidacy; *apphealth.Prober satisfies it).
 	AppHealth AppHealthSource
+	// APIServer, when not nil, is reported in every status once it knows
+	// the apiserver's version (*serverversion.Checker satisfies it).
+	APIServer APIServerSource
 	// Rank, when not nil, is reported in every status of the one Lease
 	// (data-aware failover; group.Group.Rank of it).
 	Rank func() group.RankStatus
@@ -174,6 +178,12 @@ type Options struct {
 // AppHealthSource reports the app's health as last probed.
 type AppHealthSource interface {
 	Status() apphealth.Status
+}
+
+// APIServerSource reports the apiserver's version as read at start, and
+// whether it is known.
+type APIServerSource interface {
+	Assessment() (serverversion.Assessment, bool)
 }
 
 // Wait limits of the blocking endpoints, and the stay-out limit of
@@ -201,6 +211,7 @@ type Server struct {
 	names     []string            // the Lease names, in configured order
 
 	appHealth     AppHealthSource         // nil when health-gated candidacy is off
+	apiServer     APIServerSource         // nil: statuses carry no apiServer
 	rank          func() group.RankStatus // nil when data-aware failover is off
 	advertises    bool                    // statuses carry leaderAddress (Options.Advertises)
 	clock         clock.PassiveClock
@@ -242,6 +253,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		appHealth:     opts.AppHealth,
+		apiServer:     opts.APIServer,
 		rank:          opts.Rank,
 		advertises:    opts.Advertises,
 		clock:         opts.Clock,

@@ -70,6 +70,12 @@ func (s *Server) statusAt(snap *elect.Snapshot, now time.Time) Status {
 			st.Rank.BestCandidate = &r.Best
 		}
 	}
+	if s.apiServer != nil {
+		if a, ok := s.apiServer.Assessment(); ok {
+			st.APIServer = &api.APIServer{GitVersion: a.GitVersion,
+				ResourceVersionsComparable: a.ResourceVersionsComparable, NativeSidecars: a.NativeSidecars}
+		}
+	}
 	st.HolderClock = holderClockOf(snap.HolderClock)
 	return st
 }

@@ -115,6 +115,7 @@ var wireTypes = map[string]reflect.Type{
 	"Status":      reflect.TypeFor[api.Status](),
 	"AppHealth":   reflect.TypeFor[api.AppHealth](),
 	"HolderClock": reflect.TypeFor[api.HolderClock](),
+	"APIServer":   reflect.TypeFor[api.APIServer](),
 	"Rank":        reflect.TypeFor[api.Rank](),
 	"Leases":      reflect.TypeFor[api.Leases](),
 	"Token":       reflect.TypeFor[api.Token](),
