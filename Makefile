@@ -18,20 +18,24 @@ HELM_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "helm.sh/helm/
 HELM_BIN     := $(CURDIR)/.cache/helm/$(HELM_VERSION)/helm
 export LEASEHOLD_HELM := $(HELM_BIN)
 
-# Release engineering (issue 14). VERSION is `git describe --tags --always
-# --dirty`: v1.2.3 at a release tag, v1.2.3-4-gabc1234-dirty after one. The
-# binary (-X main.version) and the image's version label carry it as is; the
-# image tag and the chart's appVersion drop the leading v (1.2.3, as in
-# GoReleaser's .Version); the chart's version is that SemVer, or
-# 0.0.0-g<commit> before the first tag.
+# Release engineering (issue 14). VERSION is the one version of a build:
+# `git describe --tags --always --dirty`, v1.2.3 at a release tag,
+# v1.2.3-4-gabc1234-dirty after one, and v0.0.0-g<commit>[-dirty] before the
+# first tag (git describe then names only the commit; given on the command
+# line, such a value is completed the same way). The binary (-X
+# main.version), GoReleaser's binaries and the image's version label carry
+# it as is; the image tag, the archives' names and the chart's version and
+# appVersion drop the leading v (1.2.3, a SemVer, as in GoReleaser's
+# .Version). test/release checks that one build stamps nothing else.
 ifndef VERSION
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 endif
+override VERSION := $(if $(filter v%,$(VERSION)),$(VERSION),v0.0.0-g$(VERSION))
 ifndef REVISION
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 endif
 IMAGE_TAG     := $(patsubst v%,%,$(VERSION))
-CHART_VERSION  = $(if $(shell echo '$(IMAGE_TAG)' | grep -E '^[0-9]+\.[0-9]+\.[0-9]+'),$(IMAGE_TAG),0.0.0-g$(IMAGE_TAG))
+CHART_VERSION := $(IMAGE_TAG)
 
 # The release build flags: their one definition is BUILD_FLAGS_FILE, which the
 # Dockerfile, .goreleaser.yaml and internal/testing/fleet (the binary the tests run)
@@ -332,8 +336,8 @@ release-check: goreleaser-bin
 ## archives, an SPDX SBOM of each archive and checksums in dist/), each binary checked, the chart packaged (make chart), the image
 ## built (make image) and an SPDX SBOM of each of its platforms written (dist/image/leasehold-<tag>-linux-<arch>.spdx.json), all by syft.
 release-snapshot: release-check syft-bin
-	PATH=$(dir $(SYFT_BIN)):$$PATH $(GORELEASER_ENV) $(GORELEASER_BIN) release --snapshot --clean --skip=publish
-	@version=$$(git describe --tags --always --dirty) && for bin in dist/leasehold_linux_*/leasehold; do \
+	PATH=$(dir $(SYFT_BIN)):$$PATH LEASEHOLD_VERSION=$(VERSION) $(GORELEASER_ENV) $(GORELEASER_BIN) release --snapshot --clean --skip=publish
+	@version=$(VERSION) && for bin in dist/leasehold_linux_*/leasehold; do \
 		info=$$(go version -m $$bin) || exit 1; \
 		if ! grep -q 'CGO_ENABLED=0' <<<"$$info" || ! grep -q -- '-trimpath=true' <<<"$$info" || ! grep -qaF -- "$$version" $$bin; then \
 			echo "$$bin: want CGO_ENABLED=0, -trimpath and the version $$version"; echo "$$info"; exit 1; \

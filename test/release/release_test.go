@@ -169,14 +169,15 @@ func TestMakeImageDatesTheImageAtTheCommit(t *testing.T) {
 }
 
 // make chart packages the chart with a SemVer version and the image tag as
-// appVersion (the default image tag), from any git describe output.
+// appVersion (the default image tag), from any git describe output: before
+// the first tag (a bare commit), v0.0.0-g<commit>.
 func TestMakeChartStampsTheVersion(t *testing.T) {
 	for version, want := range map[string][2]string{
 		"v1.2.3":                  {"1.2.3", "1.2.3"},
 		"v1.2.3-rc.1":             {"1.2.3-rc.1", "1.2.3-rc.1"},
 		"v1.2.3-4-gabcdef0-dirty": {"1.2.3-4-gabcdef0-dirty", "1.2.3-4-gabcdef0-dirty"},
-		"abcdef0":                 {"0.0.0-gabcdef0", "abcdef0"},
-		"0123456-dirty":           {"0.0.0-g0123456-dirty", "0123456-dirty"},
+		"abcdef0":                 {"0.0.0-gabcdef0", "0.0.0-gabcdef0"},
+		"0123456-dirty":           {"0.0.0-g0123456-dirty", "0.0.0-g0123456-dirty"},
 	} {
 		words := command(t, makeDryRun(t, "chart", "VERSION="+version), "helm")
 		line := strings.Join(words, " ")
@@ -211,6 +212,9 @@ type goreleaserConfig struct {
 		NameTemplate string `json:"name_template"`
 		Algorithm    string `json:"algorithm"`
 	} `json:"checksum"`
+	Snapshot struct {
+		VersionTemplate string `json:"version_template"`
+	} `json:"snapshot"`
 	SBOMs []struct {
 		Artifacts string   `json:"artifacts"`
 		Cmd       string   `json:"cmd"`
@@ -220,8 +224,9 @@ type goreleaserConfig struct {
 
 // goreleaserTemplate evaluates a GoReleaser template with the functions the
 // configuration uses, as GoReleaser defines them (internal/tmpl), and
-// .Summary, the output of git describe --tags --always --dirty.
-func goreleaserTemplate(t *testing.T, text, summary string) string {
+// .Summary, the output of git describe --tags --always --dirty, in the
+// environment env.
+func goreleaserTemplate(t *testing.T, text, summary string, env map[string]string) string {
 	t.Helper()
 	tmpl, err := template.New("goreleaser").Option("missingkey=error").Funcs(template.FuncMap{
 		"mustReadFile": func(path string) (string, error) {
@@ -243,7 +248,12 @@ func goreleaserTemplate(t *testing.T, text, summary string) string {
 		},
 		"trimprefix":   strings.TrimPrefix,
 		"replace":      strings.ReplaceAll,
-		"envOrDefault": func(name, def string) string { return def },
+		"envOrDefault": func(name, def string) string {
+			if v, ok := env[name]; ok && v != "" {
+				return v
+			}
+			return def
+		},
 	}).Parse(text)
 	if err != nil {
 		t.Fatalf("template %q: %v", text, err)
@@ -291,7 +301,7 @@ func TestGoReleaserBuildsWithTheReleaseFlags(t *testing.T) {
 		if !strings.Contains(e, buildflags.File) {
 			t.Errorf("build env %q: want it read from %s", e, buildflags.File)
 		}
-		name, value, _ := strings.Cut(goreleaserTemplate(t, e, summary), "=")
+		name, value, _ := strings.Cut(goreleaserTemplate(t, e, summary, nil), "=")
 		env[name] = value
 	}
 	if env["CGO_ENABLED"] != f.CGOEnabled {
@@ -305,7 +315,7 @@ func TestGoReleaserBuildsWithTheReleaseFlags(t *testing.T) {
 		t.Errorf("build ldflags %q: want them read from %s", b.Ldflags, buildflags.File)
 	}
 	for _, l := range b.Ldflags {
-		ldflags = append(ldflags, goreleaserTemplate(t, l, summary))
+		ldflags = append(ldflags, goreleaserTemplate(t, l, summary, nil))
 	}
 	if got, want := strings.Join(ldflags, " "), f.LDFlagsFor(summary); got != want {
 		t.Errorf("build ldflags %q, want %q (%s, the version of git describe)", got, want, buildflags.File)
@@ -448,5 +458,113 @@ func TestHelpListsEveryDocumentedTarget(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^  ` + name + ` `).Match(out) {
 			t.Errorf("make help does not list %s", name)
 		}
+	}
+}
+
+// One build stamps one version: make release-snapshot gives GoReleaser,
+// the binaries' check, the chart, the image and its SBOMs the version of
+// VERSION (the Makefile's, from git describe), with the v where a tag has
+// it (the binaries, the image's version label) and without it where a
+// SemVer goes (the archives, the chart's version and appVersion, the image
+// tag). Before the first tag, git describe names a bare commit, and the
+// version is v0.0.0-g<commit>.
+func TestOneBuildStampsOneVersion(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c goreleaserConfig
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	for describe, version := range map[string]string{
+		"v1.2.3":                  "v1.2.3",
+		"v1.2.3-rc.1":             "v1.2.3-rc.1",
+		"v1.2.3-4-gabcdef0-dirty": "v1.2.3-4-gabcdef0-dirty",
+		"abcdef0":                 "v0.0.0-gabcdef0",
+		"0123456-dirty":           "v0.0.0-g0123456-dirty",
+	} {
+		t.Run(describe, func(t *testing.T) {
+			semVersion := strings.TrimPrefix(version, "v")
+			if !semver.MatchString(semVersion) {
+				t.Fatalf("%s is not SemVer", semVersion)
+			}
+			lines := makeDryRun(t, "release-snapshot", "VERSION="+describe)
+			out := strings.Join(lines, "\n")
+
+			// GoReleaser: the version it is given, in the binaries and as
+			// the archives' version (a snapshot's .Version), whatever git
+			// describe says.
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "goreleaser release --snapshot") })
+			if i < 0 {
+				t.Fatalf("make release-snapshot runs no goreleaser release:\n%s", out)
+			}
+			gr := splitWords(lines[i])
+			env := map[string]string{}
+			for _, w := range gr {
+				name, value, ok := strings.Cut(w, "=")
+				if !ok {
+					break // the program: its environment ends
+				}
+				env[name] = value
+			}
+			if env["LEASEHOLD_VERSION"] != version {
+				t.Errorf("make release-snapshot runs %q: want LEASEHOLD_VERSION=%s", gr, version)
+			}
+			const otherSummary = "v9.9.9-1-g0000000"
+			var ldflags []string
+			for _, l := range c.Builds[0].Ldflags {
+				ldflags = append(ldflags, goreleaserTemplate(t, l, otherSummary, env))
+			}
+			if got := strings.Join(ldflags, " "); !strings.HasSuffix(got, " -X main.version="+version) {
+				t.Errorf("GoReleaser's ldflags %q: want -X main.version=%s", got, version)
+			}
+			if got := goreleaserTemplate(t, c.Snapshot.VersionTemplate, otherSummary, env); got != semVersion {
+				t.Errorf("GoReleaser's snapshot version %q, want %s (the archives' names)", got, semVersion)
+			}
+
+			for _, want := range []string{
+				"version=" + version + " && for bin in dist/leasehold_linux_*/leasehold", // each binary checked for it
+				"package charts/leasehold --version " + semVersion + " --app-version " + semVersion + " ",
+				"-X main.version=" + version + "' -o dist/image/bin/linux_amd64/leasehold",
+				"-X main.version=" + version + "' -o dist/image/bin/linux_arm64/leasehold",
+				" -tag " + semVersion + " -version " + version + " ",
+				"--output spdx-json=dist/image/leasehold-" + semVersion + "-linux-amd64.spdx.json",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("make release-snapshot VERSION=%s does not run %q:\n%s", describe, want, out)
+				}
+			}
+			for _, l := range lines {
+				for _, w := range strings.FieldsFunc(l, func(r rune) bool { return strings.ContainsRune(" ='\"", r) }) {
+					if describe != version && w == describe {
+						t.Errorf("make release-snapshot VERSION=%s stamps %s as is: %s", describe, describe, l)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Chart.yaml's image for Artifact Hub is the appVersion's, the image the
+// chart runs by default.
+func TestChartAnnotatesItsOwnImage(t *testing.T) {
+	var chart struct {
+		AppVersion  string            `json:"appVersion"`
+		Annotations map[string]string `json:"annotations"`
+	}
+	data, err := os.ReadFile(filepath.Join(root, "charts", "leasehold", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	var images []struct{ Name, Image string }
+	if err := yaml.Unmarshal([]byte(chart.Annotations["artifacthub.io/images"]), &images); err != nil {
+		t.Fatalf("artifacthub.io/images: %v", err)
+	}
+	if len(images) != 1 || images[0].Image != "ghcr.io/leasehold/leasehold:"+chart.AppVersion {
+		t.Errorf("artifacthub.io/images %+v, want ghcr.io/leasehold/leasehold:%s (the appVersion)", images, chart.AppVersion)
 	}
 }
