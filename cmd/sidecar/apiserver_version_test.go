@@ -74,4 +74,3 @@ func TestAnyUserReadsTheAPIServerVersion(t *testing.T) {
 		t.Errorf("ServerVersion = %q, want %q", info.GitVersion, want.GitVersion)
 	}
 }
-

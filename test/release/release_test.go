@@ -246,8 +246,8 @@ func goreleaserTemplate(t *testing.T, text, summary string, env map[string]strin
 			}
 			return strings.Join(lines, "\n"), nil
 		},
-		"trimprefix":   strings.TrimPrefix,
-		"replace":      strings.ReplaceAll,
+		"trimprefix": strings.TrimPrefix,
+		"replace":    strings.ReplaceAll,
 		"envOrDefault": func(name, def string) string {
 			if v, ok := env[name]; ok && v != "" {
 				return v
