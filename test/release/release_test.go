@@ -332,7 +332,7 @@ func TestGoReleaserBuildsWithTheReleaseFlags(t *testing.T) {
 // The version git describe gives at a release tag vX.Y.Z is the one the
 // chart and the changelog name: Chart.yaml's version and appVersion are
 // X.Y.Z and CHANGELOG.md has a section for it. Between releases, Chart.yaml
-// names the next release.
+// names the next release, which CHANGELOG.md describes in a dated section.
 func TestReleaseTagMatchesChartAndChangelog(t *testing.T) {
 	var chart struct{ Version, AppVersion string }
 	data, err := os.ReadFile(filepath.Join(root, "charts", "leasehold", "Chart.yaml"))
@@ -351,6 +351,20 @@ func TestReleaseTagMatchesChartAndChangelog(t *testing.T) {
 	}
 	if !bytes.Contains(changelog, []byte("\n## [Unreleased]\n")) {
 		t.Errorf("CHANGELOG.md has no ## [Unreleased] section (Keep a Changelog)")
+	}
+	// Chart.yaml's version is always a release CHANGELOG.md describes, so
+	// that tagging it is the only step left (README, "Releasing").
+	heading := regexp.MustCompile(`(?m)^## \[` + regexp.QuoteMeta(chart.Version) + `\] - \d{4}-\d{2}-\d{2}$`)
+	if !heading.Match(changelog) {
+		t.Errorf("CHANGELOG.md has no ## [%s] - YYYY-MM-DD section for Chart.yaml's version", chart.Version)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^## \[([^\]]+)\]`).FindAllSubmatch(changelog, -1) {
+		if !bytes.Contains(changelog, []byte("\n["+string(m[1])+"]: https://")) {
+			t.Errorf("CHANGELOG.md: ## [%s] has no link ([%s]: https://…)", m[1], m[1])
+		}
+	}
+	if chart.AppVersion != chart.Version {
+		t.Errorf("Chart.yaml: appVersion %s, version %s: one release names both", chart.AppVersion, chart.Version)
 	}
 
 	cmd := exec.Command("git", "describe", "--tags", "--exact-match", "--match", "v[0-9]*")
