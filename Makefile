@@ -61,7 +61,7 @@ GORELEASER_ENV  = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_C
 GO_MODULES := . bench $(patsubst %/go.mod,%,$(wildcard hack/*/go.mod))
 
 .DEFAULT_GOAL := help
-.PHONY: help build lint staticcheck-bin goreleaser-bin release-check release-snapshot chart
+.PHONY: help build lint staticcheck-bin goreleaser-bin release-check release-snapshot release-notes release chart
 
 # promtool (Prometheus' rule checker and unit-test runner, for the chart's
 # alerts) is built from the Go module proxy in its own tools module
@@ -349,6 +349,21 @@ release-snapshot: release-check syft-bin
 	@$(MAKE) --no-print-directory image
 	@$(MAKE) --no-print-directory image-sboms
 	@for sbom in dist/*.spdx.json; do grep -q '"name": *"github.com/leasehold/leasehold"' $$sbom || { echo "$$sbom does not list leasehold's module"; exit 1; }; done
+
+## release-notes: print the section of CHANGELOG.md for VERSION (without its heading): the release's notes on GitHub.
+release-notes:
+	@awk -v want='## [$(IMAGE_TAG)]' 'index($$0, want) == 1 {f = 1; found = 1; next} /^## \[/ || /^\[[^]]+\]: / {f = 0} \
+		f {line[++n] = $$0; if ($$0 != "") {last = n; if (!first) first = n}} \
+		END {if (!found) {print "CHANGELOG.md has no section ## [$(IMAGE_TAG)]" > "/dev/stderr"; exit 1} for (i = first; i <= last; i++) print line[i]}' CHANGELOG.md
+
+## release: publish the release at its tag vX.Y.Z (HEAD, clean), with GITHUB_TOKEN set: goreleaser release (the archives, SBOMs and
+## checksums on a GitHub release whose notes are make release-notes'); then push the image and the chart (README, "Releasing").
+RELEASE_NOTES := $(CURDIR)/.cache/release-notes-$(VERSION).md
+release: release-check syft-bin
+	@tag=$$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null) && [ "$$tag" = '$(VERSION)' ] || \
+		{ echo "make release: HEAD is not at a release tag, or is dirty (VERSION $(VERSION))"; exit 1; }
+	@mkdir -p $(dir $(RELEASE_NOTES)) && $(MAKE) --no-print-directory release-notes > $(RELEASE_NOTES)
+	PATH=$(dir $(SYFT_BIN)):$$PATH LEASEHOLD_VERSION=$(VERSION) $(GORELEASER_BIN) release --clean --release-notes $(RELEASE_NOTES)
 
 ## image-sboms: an SPDX SBOM of each platform of make image's image, by syft (make release-snapshot runs it after make image).
 IMAGE_SBOMS := $(foreach a,$(IMAGE_ARCHES),$(IMAGE_DIR)/leasehold-$(IMAGE_TAG)-linux-$(a).spdx.json)

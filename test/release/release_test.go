@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -580,5 +581,115 @@ func TestChartAnnotatesItsOwnImage(t *testing.T) {
 	}
 	if len(images) != 1 || images[0].Image != "ghcr.io/leasehold/leasehold:"+chart.AppVersion {
 		t.Errorf("artifacthub.io/images %+v, want ghcr.io/leasehold/leasehold:%s (the appVersion)", images, chart.AppVersion)
+	}
+}
+
+// The dependency-update configuration (.github/renovate.json) covers every
+// Go module of the repository, moves the Kubernetes modules together and
+// the Go toolchain together, and has the Kubernetes and toolchain groups
+// last, so that no other rule's group overrides them (Renovate applies
+// packageRules in order).
+func TestRenovateGroupsTheModulesThatMoveTogether(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, ".github", "renovate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		IgnorePaths  []string `json:"ignorePaths"`
+		PackageRules []struct {
+			MatchPackageNames []string `json:"matchPackageNames"`
+			MatchDepTypes     []string `json:"matchDepTypes"`
+			MatchFileNames    []string `json:"matchFileNames"`
+			Enabled           *bool    `json:"enabled"`
+			GroupName         string   `json:"groupName"`
+		} `json:"packageRules"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.IgnorePaths) != 0 {
+		t.Errorf("ignorePaths %q: every module is updated", c.IgnorePaths)
+	}
+	groups := map[string]int{}
+	files := map[string]bool{}
+	for i, r := range c.PackageRules {
+		if r.Enabled != nil && !*r.Enabled {
+			t.Errorf("rule %d (%s) disables updates", i, r.GroupName)
+		}
+		if slices.Contains(r.MatchPackageNames, "k8s.io/**") {
+			groups["kubernetes"] = i
+		}
+		if slices.Contains(r.MatchDepTypes, "golang") {
+			groups["toolchain"] = i
+		}
+		for _, f := range r.MatchFileNames {
+			files[f] = true
+		}
+	}
+	kube, ok1 := groups["kubernetes"]
+	toolchain, ok2 := groups["toolchain"]
+	if !ok1 || !ok2 {
+		t.Fatalf("rules %+v: want a group of k8s.io/** and one of the go directive (depType golang)", c.PackageRules)
+	}
+	for i, r := range c.PackageRules {
+		if i > kube && i != toolchain && r.GroupName != c.PackageRules[toolchain].GroupName && len(r.MatchPackageNames) == 0 && len(r.MatchDepTypes) == 0 {
+			t.Errorf("rule %d (%s) comes after the Kubernetes group and may override it", i, r.GroupName)
+		}
+	}
+	for _, f := range []string{"go.mod", "bench/go.mod", "hack/**"} {
+		if !files[f] {
+			t.Errorf("no rule for %s", f)
+		}
+	}
+	mods, err := filepath.Glob(filepath.Join(root, "hack", "*", "go.mod"))
+	if err != nil || len(mods) == 0 {
+		t.Fatalf("hack/*/go.mod: %v %v", mods, err)
+	}
+}
+
+// make release-notes prints the release's CHANGELOG.md section, without its
+// heading or the next section, and fails for a release it does not
+// describe; make release publishes with those notes, the pinned syft and
+// the version of the tag, only at the tag.
+func TestReleaseNotesAreTheChangelogSection(t *testing.T) {
+	var chart struct{ Version string }
+	data, err := os.ReadFile(filepath.Join(root, "charts", "leasehold", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	notes := func(version string) (string, error) {
+		cmd := exec.Command("make", "--no-print-directory", "-s", "release-notes", "VERSION="+version)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	out, err := notes("v" + chart.Version)
+	if err != nil {
+		t.Fatalf("make release-notes VERSION=v%s: %v", chart.Version, err)
+	}
+	if out == "" || strings.HasPrefix(out, "\n") || strings.HasSuffix(out, "\n\n") || strings.Contains(out, "\n## [") || strings.Contains(out, "]: https://") {
+		t.Errorf("make release-notes VERSION=v%s: want the section's body alone, got:\n%s", chart.Version, out)
+	}
+	if _, err := notes("v999.0.0"); err == nil {
+		t.Errorf("make release-notes VERSION=v999.0.0 succeeded; want a failure (no such section)")
+	}
+
+	lines := makeDryRun(t, "release", "VERSION=v"+chart.Version)
+	run := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"git describe --tags --exact-match --match 'v[0-9]*'",
+		"release-notes > " + filepath.Join(root, ".cache", "release-notes-v"+chart.Version+".md"),
+		"LEASEHOLD_VERSION=v" + chart.Version + " ",
+		"goreleaser release --clean --release-notes " + filepath.Join(root, ".cache", "release-notes-v"+chart.Version+".md"),
+	} {
+		if !strings.Contains(run, want) {
+			t.Errorf("make release does not run %q:\n%s", want, run)
+		}
+	}
+	if i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "goreleaser release --clean") }); i >= 0 && !strings.HasPrefix(lines[i], "PATH="+filepath.Join(root, ".cache", "syft")+"/") {
+		t.Errorf("make release runs %q: want the pinned syft first on GoReleaser's PATH", lines[i])
 	}
 }
