@@ -23,12 +23,12 @@ func TestStartReportsTheAPIServerVersion(t *testing.T) {
 	}
 	in, _ := startLeader(t, newFleet(t), "a")
 	var st api.Status
-	poll.Until(t, generous, 20*time.Millisecond, "apiServer in the status", func() bool {
+	poll.Until(t, generous, 20*time.Millisecond, "apiserverVersion in the status", func() bool {
 		st, err = in.Status(t.Context())
-		return err == nil && st.APIServer != nil
+		return err == nil && st.ApiserverVersion != nil
 	})
-	if got := *st.APIServer; got != (api.APIServer{GitVersion: want.GitVersion, ResourceVersionsComparable: true, NativeSidecars: true}) {
-		t.Errorf("status apiServer %+v, want %s, comparable resourceVersions and native sidecars", got, want.GitVersion)
+	if got := *st.ApiserverVersion; got != (api.ApiserverVersion{GitVersion: want.GitVersion, ResourceVersionsComparable: true, NativeSidecars: true}) {
+		t.Errorf("status apiserverVersion %+v, want %s, comparable resourceVersions and native sidecars", got, want.GitVersion)
 	}
 	m, err := in.Metrics(t.Context())
 	if err != nil {

@@ -53,11 +53,13 @@ func run(stderr io.Writer) int {
 func serve(cfg config.Config, log *slog.Logger) error {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	serverClock := kubeclient.NewServerClock(nil)
 	restConfig, err := kubeclient.New(kubeclient.Options{
-		Kubeconfig: os.Getenv("KUBECONFIG"),
-		UserAgent:  "leasehold/" + currentVersion().Version,
-		Requests:   kubeclient.NewRequestMetrics(prometheus.WrapRegistererWith(metricLabels(cfg), registry)),
-		Steady:     steadyRequestRate(cfg),
+		Kubeconfig:  os.Getenv("KUBECONFIG"),
+		UserAgent:   "leasehold/" + currentVersion().Version,
+		Requests:    kubeclient.NewRequestMetrics(prometheus.WrapRegistererWith(metricLabels(cfg), registry)),
+		ServerClock: serverClock,
+		Steady:      steadyRequestRate(cfg),
 	})
 	if err != nil {
 		return err
@@ -81,6 +83,7 @@ func serve(cfg config.Config, log *slog.Logger) error {
 	}
 	sc, err := newSidecar(cfg, sidecarDeps{
 		rest: restConfig, api: apiListener, ops: opsListener, proxy: proxyListener, registry: registry, log: log,
+		serverClock: serverClock,
 	})
 	if err != nil {
 		apiListener.Close()

@@ -65,6 +65,9 @@ type sidecarDeps struct {
 	clock clock.WithTicker
 	// log receives every component's log lines.
 	log *slog.Logger
+	// serverClock, when not nil, is the one rest's transport feeds
+	// (kubeclient.Options.ServerClock): exported and in every status.
+	serverClock *kubeclient.ServerClock
 }
 
 // Shutdown steps, in order (sidecar.stepped).
@@ -133,18 +136,22 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 		return nil, err
 	}
 	apiOptions := httpapi.Options{
-		LeaseDuration: cfg.LeaseDuration,
-		Registry:      d.registry,
-		Registerer:    leasehold,
-		Version:       currentVersion().Version,
-		Logger:        d.log,
-		Clock:         d.clock,
-		Advertises:    cfg.AdvertiseAddress != "",
-		APIServer:     s.version,
+		LeaseDuration:    cfg.LeaseDuration,
+		Registry:         d.registry,
+		Registerer:       leasehold,
+		Version:          currentVersion().Version,
+		Logger:           d.log,
+		Clock:            d.clock,
+		Advertises:       cfg.AdvertiseAddress != "",
+		ApiserverVersion: s.version,
 
 		MaxBlockingRequests: cfg.MaxBlockingRequests,
 	}
 	elected.apiOptions(&apiOptions)
+	if d.serverClock != nil {
+		leasehold.MustRegister(d.serverClock)
+		apiOptions.ServerClock = d.serverClock.Offset
+	}
 	if cfg.AppHealth.Enabled() {
 		if s.prober, err = newProber(cfg.AppHealth, elected.candidacy, d.clock, leasehold, d.log); err != nil {
 			return nil, err

@@ -185,24 +185,8 @@ func (p *Prober) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return errors.New("apphealth: Run called twice")
 	}
-	if p.transport != nil {
-		defer p.transport.CloseIdleConnections()
-	}
-	// The ticker starts before the first probe, so that a tick falling into
-	// any probe is held for the loop, never lost.
-	ticker := p.clock.NewTicker(p.cfg.Interval)
-	defer ticker.Stop()
-	for {
-		if ctx.Err() != nil {
-			return nil
-		}
-		p.check(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C():
-		}
-	}
+	every(ctx, p.clock, p.cfg.Interval, p.transport, p.check)
+	return nil
 }
 
 // check runs one probe and records its result, unless ctx ended meanwhile.

@@ -100,22 +100,8 @@ func (p *RankProber) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return errors.New("apphealth: rank Run called twice")
 	}
-	if p.transport != nil {
-		defer p.transport.CloseIdleConnections()
-	}
-	ticker := p.clock.NewTicker(p.cfg.Interval)
-	defer ticker.Stop()
-	for {
-		if ctx.Err() != nil {
-			return nil
-		}
-		p.check(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C():
-		}
-	}
+	every(ctx, p.clock, p.cfg.Interval, p.transport, p.check)
+	return nil
 }
 
 // check runs one probe and records its result, unless ctx ended meanwhile.

@@ -73,6 +73,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/apphealth"
+	"github.com/leasehold/leasehold/internal/clockskew"
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/group"
@@ -158,12 +159,15 @@ type Options struct {
 	// AppHealth, when not nil, is reported in every status (health-gated
 	// candidacy; *apphealth.Prober satisfies it).
 	AppHealth AppHealthSource
-	// APIServer, when not nil, is reported in every status once it knows
+	// ApiserverVersion, when not nil, is reported in every status once it knows
 	// the apiserver's version (*serverversion.Checker satisfies it).
-	APIServer APIServerSource
+	ApiserverVersion ApiserverVersionSource
 	// Rank, when not nil, is reported in every status of the one Lease
 	// (data-aware failover; group.Group.Rank of it).
 	Rank func() group.RankStatus
+	// ServerClock, when not nil, bounds the apiserver's clock offset in
+	// every status (kubeclient.ServerClock.Offset).
+	ServerClock func() (clockskew.ServerOffset, bool)
 	// Advertises puts leaderAddress in every status (api.LeaderAddress):
 	// the sidecar has an advertised address (LEASEHOLD_ADVERTISE_ADDRESS).
 	// Without it, answers stay as they were before the field existed.
@@ -180,9 +184,9 @@ type AppHealthSource interface {
 	Status() apphealth.Status
 }
 
-// APIServerSource reports the apiserver's version as read at start, and
+// ApiserverVersionSource reports the apiserver's version as read at start, and
 // whether it is known.
-type APIServerSource interface {
+type ApiserverVersionSource interface {
 	Assessment() (serverversion.Assessment, bool)
 }
 
@@ -210,14 +214,15 @@ type Server struct {
 	byName    map[string]Election // elections by Lease name
 	names     []string            // the Lease names, in configured order
 
-	appHealth     AppHealthSource         // nil when health-gated candidacy is off
-	apiServer     APIServerSource         // nil: statuses carry no apiServer
-	rank          func() group.RankStatus // nil when data-aware failover is off
-	advertises    bool                    // statuses carry leaderAddress (Options.Advertises)
-	clock         clock.PassiveClock
-	leaseDuration time.Duration
-	log           *slog.Logger
-	started       time.Time // liveness is measured from here until the first Heartbeat
+	appHealth        AppHealthSource                       // nil when health-gated candidacy is off
+	apiserverVersion ApiserverVersionSource                // nil: statuses carry no apiserverVersion
+	rank             func() group.RankStatus               // nil when data-aware failover is off
+	serverClock      func() (clockskew.ServerOffset, bool) // nil: not reported
+	advertises       bool                                  // statuses carry leaderAddress (Options.Advertises)
+	clock            clock.PassiveClock
+	leaseDuration    time.Duration
+	log              *slog.Logger
+	started          time.Time // liveness is measured from here until the first Heartbeat
 
 	heartbeat time.Duration // SSE heartbeat interval; tests shorten it
 
@@ -252,16 +257,17 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("httpapi: MaxBlockingRequests must not be negative")
 	}
 	s := &Server{
-		appHealth:     opts.AppHealth,
-		apiServer:     opts.APIServer,
-		rank:          opts.Rank,
-		advertises:    opts.Advertises,
-		clock:         opts.Clock,
-		leaseDuration: opts.LeaseDuration,
-		log:           opts.Logger,
-		heartbeat:     defaultHeartbeat,
-		shutdown:      make(chan struct{}),
-		ended:         make(chan struct{}),
+		appHealth:        opts.AppHealth,
+		apiserverVersion: opts.ApiserverVersion,
+		rank:             opts.Rank,
+		serverClock:      opts.ServerClock,
+		advertises:       opts.Advertises,
+		clock:            opts.Clock,
+		leaseDuration:    opts.LeaseDuration,
+		log:              opts.Logger,
+		heartbeat:        defaultHeartbeat,
+		shutdown:         make(chan struct{}),
+		ended:            make(chan struct{}),
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}

@@ -70,15 +70,25 @@ func (s *Server) statusAt(snap *elect.Snapshot, now time.Time) Status {
 			st.Rank.BestCandidate = &r.Best
 		}
 	}
-	if s.apiServer != nil {
-		if a, ok := s.apiServer.Assessment(); ok {
-			st.APIServer = &api.APIServer{GitVersion: a.GitVersion,
+	if s.apiserverVersion != nil {
+		if a, ok := s.apiserverVersion.Assessment(); ok {
+			st.ApiserverVersion = &api.ApiserverVersion{GitVersion: a.GitVersion,
 				ResourceVersionsComparable: a.ResourceVersionsComparable, NativeSidecars: a.NativeSidecars}
 		}
 	}
 	st.HolderClock = holderClockOf(snap.HolderClock)
+	if s.serverClock != nil {
+		if off, ok := s.serverClock(); ok {
+			st.ApiserverClock = &api.ApiserverClock{OffsetLowerMs: floorMs(off.Lower), OffsetUpperMs: ceilMs(off.Upper),
+				Responses: off.Samples, ObservedAt: timestamp(off.At)}
+		}
+	}
 	return st
 }
+
+// floorMs and ceilMs round d down and up to whole milliseconds.
+func floorMs(d time.Duration) int64 { return int64(math.Floor(float64(d) / float64(time.Millisecond))) }
+func ceilMs(d time.Duration) int64  { return int64(math.Ceil(float64(d) / float64(time.Millisecond))) }
 
 // holderClockOf describes est, nil when there is none. Offsets are rounded
 // outwards to milliseconds, so that the interval still contains what est's
@@ -87,15 +97,13 @@ func holderClockOf(est *clockskew.Estimate) *api.HolderClock {
 	if est == nil {
 		return nil
 	}
-	floor := func(d time.Duration) int64 { return int64(math.Floor(float64(d) / float64(time.Millisecond))) }
-	ceil := func(d time.Duration) int64 { return int64(math.Ceil(float64(d) / float64(time.Millisecond))) }
 	hc := &api.HolderClock{
 		Holder:        est.Holder,
 		Renewals:      est.Samples,
 		SpanMs:        est.Span.Milliseconds(),
 		ObservedAt:    timestamp(est.At),
-		OffsetLowerMs: floor(est.OffsetLower),
-		OffsetUpperMs: ceil(est.OffsetUpper),
+		OffsetLowerMs: floorMs(est.OffsetLower),
+		OffsetUpperMs: ceilMs(est.OffsetUpper),
 		Level:         est.Level.String(),
 		Limit:         est.Limit,
 		DelayBoundMs:  est.DelayBound.Milliseconds(),

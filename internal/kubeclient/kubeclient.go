@@ -1,5 +1,6 @@
 // Package kubeclient builds the rest.Config the sidecar talks to the
-// apiserver with, and counts the HTTP requests sent through it.
+// apiserver with, counts the HTTP requests sent through it, and bounds the
+// apiserver's clock offset from their responses.
 package kubeclient
 
 import (
@@ -34,6 +35,9 @@ type Options struct {
 	UserAgent string
 	// Requests, when not nil, counts every HTTP request sent with the config.
 	Requests *RequestMetrics
+	// ServerClock, when not nil, bounds the apiserver's clock offset from
+	// every response to a request sent with the config.
+	ServerClock *ServerClock
 	// Steady is the request rate, per second, that the sidecar needs at
 	// steady state (a lease group's renewals: one per Lease held per retry
 	// period, plus its membership): QPS is raised to twice that when it is
@@ -81,6 +85,9 @@ func New(opts Options) (*rest.Config, error) {
 	}
 	if opts.Requests != nil {
 		cfg.Wrap(opts.Requests.Wrap)
+	}
+	if opts.ServerClock != nil {
+		cfg.Wrap(opts.ServerClock.Wrap)
 	}
 	return cfg, nil
 }

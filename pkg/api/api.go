@@ -115,14 +115,17 @@ type Status struct {
 	// holds the Lease, there is no holder, or fewer than three renewals of
 	// this holder were seen.
 	HolderClock *HolderClock `json:"holderClock,omitempty"`
-	// APIServer is the kube-apiserver's version as this sidecar read it at
-	// start; nil (absent) until it has, and for good when it could not.
-	APIServer *APIServer `json:"apiServer,omitempty"`
+	// ApiserverClock bounds the apiserver's clock against this instance's;
+	// nil (absent) before the first response that carried a Date header.
+	ApiserverClock *ApiserverClock `json:"apiserverClock,omitempty"`
+	// ApiserverVersion is the kube-apiserver's version as this sidecar read
+	// it at start; nil (absent) until it has, and for good when it could not.
+	ApiserverVersion *ApiserverVersion `json:"apiserverVersion,omitempty"`
 }
 
-// APIServer is the kube-apiserver's version, read once at start, and what
-// it means for leasehold (docs/compatibility.md).
-type APIServer struct {
+// ApiserverVersion is the kube-apiserver's version, read once at start, and
+// what it means for leasehold (docs/compatibility.md).
+type ApiserverVersion struct {
 	// GitVersion is the version as the apiserver reports it ("v1.37.2").
 	GitVersion string `json:"gitVersion"`
 	// ResourceVersionsComparable is true from Kubernetes 1.35 (KEP-5504):
@@ -135,6 +138,23 @@ type APIServer struct {
 	// NativeSidecars is true from Kubernetes 1.29: init containers with
 	// restartPolicy: Always, which the chart runs leasehold as.
 	NativeSidecars bool `json:"nativeSidecars"`
+}
+
+// ApiserverClock bounds the apiserver's wall clock minus this instance's,
+// from the Date headers (whole seconds) of its newest responses and each
+// request's round trip (docs/troubleshooting.md, "Clocks").
+type ApiserverClock struct {
+	// OffsetLowerMs and OffsetUpperMs bound the offset, in milliseconds
+	// (rounded outwards): the apiserver answered between sending and
+	// receiving, and its Date is its clock truncated to the second, so the
+	// bounds need no assumption on delays; only that the two clocks drift
+	// apart by at most 1000 ppm (NTP's slew limit on each) over the window.
+	OffsetLowerMs int64 `json:"offsetLowerMs"`
+	OffsetUpperMs int64 `json:"offsetUpperMs"`
+	// Responses is how many of the newest responses (at most 64) the bounds
+	// rest on, ObservedAt when the newest arrived.
+	Responses  int    `json:"responses"`
+	ObservedAt string `json:"observedAt"`
 }
 
 // HolderClock bounds the Lease holder's clock against this instance's,

@@ -561,6 +561,12 @@ func TestBadValuesFailWithAClearMessage(t *testing.T) {
 		"full name not a group":     {[]string{"--set", "shards=2", "--set", "fullnameOverride=Orders"}, []string{`the group name "Orders" must be a label value`, "set group"}},
 		"observer with app health":  {[]string{"--set", "candidate=false", "--set", "appHealth.url=http://127.0.0.1:8080/healthz"}, []string{"candidate=false (an observer, which never campaigns) together with appHealth.url"}},
 		"group with the pod label":  {[]string{"--set", "shards=2", "--set", "podLabel.enabled=true"}, []string{"podLabel.enabled with a lease group"}},
+		"rank url not http":         {[]string{"--set", "appRank.url=tcp://127.0.0.1:8080/rank"}, []string{schema, "at '/appRank/url'"}},
+		"group with a rank":         {[]string{"--set", "shards=2", "--set", "appRank.url=http://127.0.0.1:8080/rank"}, []string{`appRank.url="http://127.0.0.1:8080/rank" with a lease group`, "one app's rank ranks it for one Lease"}},
+		"observer with a rank":      {[]string{"--set", "candidate=false", "--set", "appRank.url=http://127.0.0.1:8080/rank"}, []string{"candidate=false (an observer, which is never a successor) together with appRank.url"}},
+		"rank with a long Lease":    {[]string{"--set", "appRank.url=http://127.0.0.1:8080/rank", "--set", "leaseName=" + strings.Repeat("a", 64)}, []string{"appRank.url groups the members under the Lease's name", "shorten leaseName"}},
+		"priority, rank, any":       {[]string{"--set", "appRank.url=http://127.0.0.1:8080/rank", "--set", "handover=any", "--set", "priority=3"}, []string{"priority=3 has no effect without handover=successor"}},
+		"rank probe timing":         {[]string{"--set", "appRank.url=http://127.0.0.1:8080/rank", "--set", "appHealth.timeout=3s"}, []string{"LEASEHOLD_APP_HEALTH_TIMEOUT=3s must not exceed LEASEHOLD_APP_HEALTH_INTERVAL=2s"}},
 		"group checks in subcharts": {[]string{"--set", "leasehold.shards=2", "--set", "leasehold.leases={a}", "--example"}, []string{"leases (a) and shards (2) are both set"}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -666,6 +672,9 @@ func TestRoleGrantsOnlyWhatTheModeNeeds(t *testing.T) {
 			"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_SHARDS": "3", "LEASEHOLD_GROUP": "ci-leasehold", "LEASEHOLD_BALANCE": "true", "LEASEHOLD_HANDOVER": "any"}},
 		"single Lease, released to anyone (as by default)": {[]string{"--set", "handover=any"}, leastPrivilege("ci-leasehold"), map[string]string{
 			"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_HANDOVER": "any"}},
+		"single Lease, ranked (successor by default, priority allowed)": {[]string{"--set", "appRank.url=http://127.0.0.1:8080/rank", "--set", "priority=2"}, groupRules, map[string]string{
+			"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_APP_RANK_URL": "http://127.0.0.1:8080/rank", "LEASEHOLD_PRIORITY": "2",
+			"LEASEHOLD_APP_HEALTH_TIMEOUT": "1s", "LEASEHOLD_APP_HEALTH_INTERVAL": "2s"}},
 		"named roles, greedy, own group name": {[]string{"--set", "leases={scheduler,compactor}", "--set", "balance=false", "--set", "group=jobs"}, groupRules, map[string]string{
 			"LEASEHOLD_LEASES": "scheduler,compactor", "LEASEHOLD_GROUP": "jobs", "LEASEHOLD_BALANCE": "false"}},
 		"observer of one Lease": {[]string{"--set", "candidate=false", "--set", "leaseName=orders"}, observerRules("orders"), map[string]string{

@@ -98,10 +98,19 @@ shards), else empty.
 
 {{/*
 leasehold.membership: "true" when the sidecar keeps a member Lease (a lease
-group, or handover: successor), else empty.
+group, handover: successor, or appRank.url), else empty.
 */}}
 {{- define "leasehold.membership" -}}
-{{- if or (include "leasehold.grouped" .) (eq .Values.handover "successor") }}true{{ end }}
+{{- if or (include "leasehold.grouped" .) (eq .Values.handover "successor") .Values.appRank.url }}true{{ end }}
+{{- end }}
+
+{{/*
+leasehold.prioritized: "true" when LEASEHOLD_PRIORITY applies: with
+handover: successor, or with appRank.url and handover unset (the sidecar
+then defaults to successor), else empty.
+*/}}
+{{- define "leasehold.prioritized" -}}
+{{- if or (eq .Values.handover "successor") (and .Values.appRank.url (not .Values.handover)) }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -209,8 +218,8 @@ leasehold.env or leasehold.container from another chart.
 {{- fail "podLabel.enabled with a lease group (leases or shards): the leader label marks the leader of one Lease; turn one of them off" }}
 {{- end }}
 {{- end }}
-{{- if and (ne .Values.handover "successor") (ne (int .Values.priority) 0) }}
-{{- fail (printf "priority=%v has no effect without handover=successor" .Values.priority) }}
+{{- if and (not (include "leasehold.prioritized" .)) (ne (int .Values.priority) 0) }}
+{{- fail (printf "priority=%v has no effect without handover=successor (or appRank.url with handover unset)" .Values.priority) }}
 {{- end }}
 {{- if and (eq .Values.handover "successor") (not .Values.candidate) }}
 {{- fail "handover=successor with candidate=false: an observer holds nothing to hand over; unset one" }}
@@ -221,10 +230,18 @@ leasehold.env or leasehold.container from another chart.
 {{- if and .Values.proxy.enabled (not .Values.candidate) }}
 {{- fail "proxy.enabled with candidate=false: an observer never leads; run the proxy beside a candidate" }}
 {{- end }}
-{{- if and (eq .Values.handover "successor") (not $grouped) }}
+{{- if .Values.appRank.url }}
+{{- if $grouped }}
+{{- fail (printf "appRank.url=%q with a lease group (leases or shards): one app's rank ranks it for one Lease; unset one" .Values.appRank.url) }}
+{{- end }}
+{{- if not .Values.candidate }}
+{{- fail (printf "candidate=false (an observer, which is never a successor) together with appRank.url=%q (data-aware failover): unset one" .Values.appRank.url) }}
+{{- end }}
+{{- end }}
+{{- if and (include "leasehold.membership" .) (not $grouped) }}
 {{- $lease := include "leasehold.leaseName" . }}
 {{- if or (gt (len $lease) 63) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $lease)) }}
-{{- fail (printf "handover=successor groups the members under the Lease's name %q, which must be a label value that makes valid member Lease names: at most 63 characters; shorten leaseName" $lease) }}
+{{- fail (printf "%s groups the members under the Lease's name %q, which must be a label value that makes valid member Lease names: at most 63 characters; shorten leaseName" (ternary "appRank.url" "handover=successor" (ne .Values.handover "successor")) $lease) }}
 {{- end }}
 {{- end }}
 {{- if and (not .Values.candidate) .Values.appHealth.url }}
@@ -261,7 +278,7 @@ already checked each value's form.
 {{- fail (printf "LEASEHOLD_RENEW_DEADLINE=%s + LEASEHOLD_RETRY_PERIOD=%s must be less than LEASEHOLD_LEASE_DURATION=%s (set timings.renewDeadline, timings.retryPeriod, timings.leaseDuration)" $show.renew $show.retry $show.lease) }}
 {{- end }}
 {{- with .Values.appHealth }}
-{{- if .url }}
+{{- if or .url $.Values.appRank.url }}
 {{- $timeout := include "leasehold.durationNanos" .timeout | atoi }}
 {{- $interval := include "leasehold.durationNanos" .interval | atoi }}
 {{- if le $timeout 0 }}
@@ -333,7 +350,7 @@ POD_NAMESPACE, the namespace the Role is in.
 - name: LEASEHOLD_HANDOVER
   value: {{ .Values.handover | quote }}
 {{- end }}
-{{- if and (eq .Values.handover "successor") .Values.priority }}
+{{- if and (include "leasehold.prioritized" .) .Values.priority }}
 - name: LEASEHOLD_PRIORITY
   value: {{ printf "%d" (int .Values.priority) | quote }}
 {{- end }}
@@ -388,7 +405,16 @@ POD_NAMESPACE, the namespace the Role is in.
   value: {{ .failureThreshold | quote }}
 - name: LEASEHOLD_APP_HEALTH_SUCCESS_THRESHOLD
   value: {{ printf "%d" (int .successThreshold) | quote }}
+{{- else if $.Values.appRank.url }}
+- name: LEASEHOLD_APP_HEALTH_TIMEOUT
+  value: {{ .timeout | quote }}
+- name: LEASEHOLD_APP_HEALTH_INTERVAL
+  value: {{ .interval | quote }}
 {{- end }}
+{{- end }}
+{{- with .Values.appRank.url }}
+- name: LEASEHOLD_APP_RANK_URL
+  value: {{ . | quote }}
 {{- end }}
 {{- if .Values.podLabel.enabled }}
 - name: LEASEHOLD_POD_LABEL
