@@ -351,10 +351,13 @@ release-snapshot: release-check syft-bin
 	@for sbom in dist/*.spdx.json; do grep -q '"name": *"github.com/leasehold/leasehold"' $$sbom || { echo "$$sbom does not list leasehold's module"; exit 1; }; done
 
 ## release-notes: print the section of CHANGELOG.md for VERSION (without its heading): the release's notes on GitHub.
+# The section's body, from CHANGELOG.md: between its heading and the next
+# section or the links; it fails when there is no such section.
+release_notes = awk -v want='\#\# [$(IMAGE_TAG)]' 'index($$0, want) == 1 {f = 1; found = 1; next} /^\#\# \[/ || /^\[[^]]+\]: / {f = 0} \
+	f {line[++n] = $$0; if ($$0 != "") {last = n; if (!first) first = n}} \
+	END {if (!found) {print "CHANGELOG.md has no section \#\# [$(IMAGE_TAG)]" > "/dev/stderr"; exit 1} for (i = first; i <= last; i++) print line[i]}' CHANGELOG.md
 release-notes:
-	@awk -v want='## [$(IMAGE_TAG)]' 'index($$0, want) == 1 {f = 1; found = 1; next} /^## \[/ || /^\[[^]]+\]: / {f = 0} \
-		f {line[++n] = $$0; if ($$0 != "") {last = n; if (!first) first = n}} \
-		END {if (!found) {print "CHANGELOG.md has no section ## [$(IMAGE_TAG)]" > "/dev/stderr"; exit 1} for (i = first; i <= last; i++) print line[i]}' CHANGELOG.md
+	@$(release_notes)
 
 ## release: publish the release at its tag vX.Y.Z (HEAD, clean), with GITHUB_TOKEN set: goreleaser release (the archives, SBOMs and
 ## checksums on a GitHub release whose notes are make release-notes'); then push the image and the chart (README, "Releasing").
@@ -362,7 +365,7 @@ RELEASE_NOTES := $(CURDIR)/.cache/release-notes-$(VERSION).md
 release: release-check syft-bin
 	@tag=$$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null) && [ "$$tag" = '$(VERSION)' ] || \
 		{ echo "make release: HEAD is not at a release tag, or is dirty (VERSION $(VERSION))"; exit 1; }
-	@mkdir -p $(dir $(RELEASE_NOTES)) && $(MAKE) --no-print-directory release-notes > $(RELEASE_NOTES)
+	@mkdir -p $(dir $(RELEASE_NOTES)) && $(release_notes) > $(RELEASE_NOTES)
 	PATH=$(dir $(SYFT_BIN)):$$PATH LEASEHOLD_VERSION=$(VERSION) $(GORELEASER_BIN) release --clean --release-notes $(RELEASE_NOTES)
 
 ## image-sboms: an SPDX SBOM of each platform of make image's image, by syft (make release-snapshot runs it after make image).

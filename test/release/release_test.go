@@ -677,11 +677,16 @@ func TestReleaseNotesAreTheChangelogSection(t *testing.T) {
 		t.Errorf("make release-notes VERSION=v999.0.0 succeeded; want a failure (no such section)")
 	}
 
+	notesFile := filepath.Join(root, ".cache", "release-notes-v"+chart.Version+".md")
+	_, statErr := os.Stat(notesFile)
 	lines := makeDryRun(t, "release", "VERSION=v"+chart.Version)
+	if _, err := os.Stat(notesFile); statErr != nil && err == nil {
+		t.Errorf("make -n release wrote %s: a dry run must write nothing", notesFile)
+	}
 	run := strings.Join(lines, "\n")
 	for _, want := range []string{
 		"git describe --tags --exact-match --match 'v[0-9]*'",
-		"release-notes > " + filepath.Join(root, ".cache", "release-notes-v"+chart.Version+".md"),
+		"CHANGELOG.md > " + filepath.Join(root, ".cache", "release-notes-v"+chart.Version+".md"),
 		"LEASEHOLD_VERSION=v" + chart.Version + " ",
 		"goreleaser release --clean --release-notes " + filepath.Join(root, ".cache", "release-notes-v"+chart.Version+".md"),
 	} {
