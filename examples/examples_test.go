@@ -218,19 +218,7 @@ func testExample(t *testing.T, ex example) {
 	}
 
 	// 5. SIGTERM, while it blocks on the watch: it exits 0, promptly.
-	sent := time.Now()
-	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-w.exited:
-	case <-time.After(exitBound):
-		t.Fatalf("still running %v after SIGTERM", exitBound)
-	}
-	if !w.cmd.ProcessState.Success() {
-		t.Errorf("after SIGTERM: %v, want exit status 0", w.cmd.ProcessState)
-	}
-	t.Logf("exited %v after SIGTERM", time.Since(sent).Round(time.Millisecond))
+	w.terminate(t)
 }
 
 // termsInForce describes the two terms of a test: the old term's token is in
@@ -356,14 +344,16 @@ func takeLease(t *testing.T, ns string) time.Time {
 
 // A worker is a running example.
 type worker struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	logPath string // its stdout and stderr
 }
 
 // startWorker runs argv in its own process group, pointed at the sidecar
-// and the store. Its output goes to a log that is shown if the test fails;
-// the whole group is killed when the test ends.
-func startWorker(t *testing.T, argv []string, leaseholdURL, storeURL, name string) *worker {
+// and the store, with env added to the environment. Its output goes to a
+// log that is shown if the test fails; the whole group is killed when the
+// test ends.
+func startWorker(t *testing.T, argv []string, leaseholdURL, storeURL, name string, env ...string) *worker {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)
@@ -372,13 +362,14 @@ func startWorker(t *testing.T, argv []string, leaseholdURL, storeURL, name strin
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "LEASEHOLD_URL="+leaseholdURL, "STORE_URL="+storeURL, "WORKER_NAME="+name)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		t.Fatal(err)
 	}
-	w := &worker{cmd: cmd, exited: make(chan struct{})}
+	w := &worker{cmd: cmd, exited: make(chan struct{}), logPath: logPath}
 	go func() {
 		_ = cmd.Wait() // the status is read from ProcessState
 		logFile.Close()
@@ -393,6 +384,25 @@ func startWorker(t *testing.T, argv []string, leaseholdURL, storeURL, name strin
 		}
 	})
 	return w
+}
+
+// terminate sends the worker SIGTERM and fails t unless it exits 0 within
+// exitBound.
+func (w *worker) terminate(t *testing.T) {
+	t.Helper()
+	sent := time.Now()
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.exited:
+	case <-time.After(exitBound):
+		t.Fatalf("still running %v after SIGTERM", exitBound)
+	}
+	if !w.cmd.ProcessState.Success() {
+		t.Errorf("after SIGTERM: %v, want exit status 0", w.cmd.ProcessState)
+	}
+	t.Logf("exited %v after SIGTERM", time.Since(sent).Round(time.Millisecond))
 }
 
 // A write is one POST the store received.

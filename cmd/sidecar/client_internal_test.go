@@ -457,3 +457,36 @@ func TestStatusShowsRank(t *testing.T) {
 		}
 	}
 }
+
+// A follower's status shows the holder's clock: the offset interval, the
+// rate interval and its verdict against the limit; before the rate is
+// bounded, says so.
+func TestStatusShowsHolderClock(t *testing.T) {
+	st := following
+	lower, upper := 1.3112, 1.3190
+	st.HolderClock = &api.HolderClock{Holder: "pod-a_x1", Renewals: 40, SpanMs: 19500, ObservedAt: "2026-07-01T11:59:59Z",
+		OffsetLowerMs: -3, OffsetUpperMs: 498, RateLower: &lower, RateUpper: &upper, Level: "beyond", Limit: 0.2, DelayBoundMs: 500}
+	f := newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, st) })
+	r := invoke(t, nil, "status", "--addr", f.addr())
+	for _, want := range []string{
+		"\nholder clock   pod-a_x1, from 40 renewals over 19.5s (newest 2026-07-01T11:59:59Z (",
+		"\nclock offset   -3ms to +498ms (the holder's clock minus this one's; the upper bound assumes a renewal arrived within 500ms)\n",
+		"\nclock rate     1.3112 to 1.3190 of this one's (limit 1±0.2): BEYOND the limit: a second leader is possible\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	st.HolderClock.RateLower, st.HolderClock.RateUpper, st.HolderClock.Level = nil, nil, "none"
+	f = newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, st) })
+	r = invoke(t, nil, "status", "--addr", f.addr())
+	if want := "\nclock rate     not bounded yet (limit ±0.2)\n"; !strings.Contains(r.stdout, want) {
+		t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+	}
+	st.HolderClock = nil
+	f = newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, st) })
+	if r = invoke(t, nil, "status", "--addr", f.addr()); strings.Contains(r.stdout, "clock") {
+		t.Errorf("status without holderClock shows clock rows:\n%s", r.stdout)
+	}
+}

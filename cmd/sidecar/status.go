@@ -32,8 +32,9 @@ func statusCommand() *command {
 Shows what the sidecar knows: the Lease, this instance's identity, whether it
 leads and for how long, the holder, the term and fencing token, whether it is
 a candidate, when the Lease was acquired, renewed and last observed, the last
-error of the election (a 403, a missing namespace), and the app's health when
-health-gated candidacy is on. It exits 0 whenever the sidecar answers, leader
+error of the election (a 403, a missing namespace), the app's health when
+health-gated candidacy is on, and what the holder's renewals say about its
+clock against this instance's (docs/troubleshooting.md, "Clocks"). It exits 0 whenever the sidecar answers, leader
 or not: use 'leasehold token' or 'leasehold wait' to test leadership.`, fs, clientExitStatuses)
 	}
 	c.run = func(args []string, e *env) int {
@@ -123,8 +124,33 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 			row("best member", "unknown (membership not listed yet)")
 		}
 	}
+	if c := st.HolderClock; c != nil {
+		printHolderClock(row, c, now)
+	}
 	row("index", strconv.FormatUint(st.Index, 10))
 	_ = tw.Flush()
+}
+
+// printHolderClock writes the rows of the holder's clock as this instance
+// measures it (docs/troubleshooting.md, "Clocks"): the offset interval,
+// the rate interval once known, and how far that lies from the limit.
+func printHolderClock(row func(k, v string), c *api.HolderClock, now time.Time) {
+	row("holder clock", fmt.Sprintf("%s, from %d renewals over %v (newest %s)",
+		c.Holder, c.Renewals, time.Duration(c.SpanMs)*time.Millisecond, when(c.ObservedAt, now)))
+	row("clock offset", fmt.Sprintf("%+dms to %+dms (the holder's clock minus this one's; the upper bound assumes a renewal arrived within %v)",
+		c.OffsetLowerMs, c.OffsetUpperMs, time.Duration(c.DelayBoundMs)*time.Millisecond))
+	if c.RateLower == nil || c.RateUpper == nil {
+		row("clock rate", fmt.Sprintf("not bounded yet (limit ±%.3g)", c.Limit))
+		return
+	}
+	verdict := map[string]string{
+		"approaching": "beyond half the limit",
+		"beyond":      "BEYOND the limit: a second leader is possible",
+	}[c.Level]
+	if verdict == "" {
+		verdict = "within half the limit"
+	}
+	row("clock rate", fmt.Sprintf("%.4f to %.4f of this one's (limit 1±%.3g): %s", *c.RateLower, *c.RateUpper, c.Limit, verdict))
 }
 
 // when formats an RFC 3339 timestamp of the API with how long ago it was

@@ -10,11 +10,20 @@
 #   3. Attach the fencing token to every write, and let the store refuse a
 #      token smaller than one it has seen (HTTP 409): then a newer leader has
 #      written, so stop too, and wait for a newer term than the fenced one.
+#   4. Optionally (FENCED_CONFIGMAP) also keep a fenced ConfigMap, which the
+#      kube-apiserver itself fences with `leasehold fencing-policy`: labelled
+#      leasehold.io/fenced-by: <lease>, each write stamped with the annotation
+#      leasehold.io/fencing-token: "<token>". A refusal by the policy
+#      ("leasehold fencing rule ...") means the same as the store's 409.
 #
 # Environment:
 #   LEASEHOLD_URL  the sidecar's API (default http://127.0.0.1:4040)
 #   STORE_URL      where writes are POSTed (default http://127.0.0.1:8080/write)
 #   WORKER_NAME    sent as ?writer= (default: the host name); keep it URL-safe
+#   FENCED_CONFIGMAP  a ConfigMap in the Lease's namespace to server-side apply
+#                  with kubectl after each write (default: none); kubectl uses
+#                  the pod's ServiceAccount (or $KUBECONFIG), which needs
+#                  create and patch on configmaps
 set -u
 
 LEASEHOLD_URL=${LEASEHOLD_URL:-http://127.0.0.1:4040}
@@ -23,6 +32,7 @@ WORKER_NAME=${WORKER_NAME:-$(hostname)}
 INTERVAL=0.05 # seconds between writes (sleep takes fractions in GNU and busybox)
 MARGIN_MS=100 # never start a write with less validity left (2 x INTERVAL)
 WATCH_WAIT=60s # how long one blocking watch request may block
+FENCED_CONFIGMAP=${FENCED_CONFIGMAP:-}
 
 log() { echo "$(date +%T) $WORKER_NAME: $*" >&2; }
 
@@ -63,6 +73,35 @@ nap() {
 # field NAME prints the number NAME holds in $body (compact JSON, as served).
 field() { printf '%s' "$body" | sed -n "s/.*\"$1\":\([0-9][0-9]*\).*/\1/p"; }
 
+# text NAME prints the string NAME holds in $body (one without quotes in it).
+text() { printf '%s' "$body" | sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
+
+# fenced_write N server-side applies $FENCED_CONFIGMAP in the Lease's
+# namespace, labelled as fenced by the Lease and stamped with $token: one
+# request that creates or updates it. It returns 0 when the write landed, 1
+# when the fencing policy refused it (the reason in $refusal), 2 on any
+# other failure. kubectl runs in the background, as curl does in http.
+fenced_write() {
+	cat >"$tmp/configmap.yaml" <<EOF
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: "$FENCED_CONFIGMAP"
+  namespace: "$namespace"
+  labels: {leasehold.io/fenced-by: "$lease"}
+  annotations: {leasehold.io/fencing-token: "$token"}
+data: {writer: "$WORKER_NAME", write: "$1"}
+EOF
+	kubectl apply --server-side --force-conflicts --field-manager=leasehold-example \
+		--request-timeout=5s -f "$tmp/configmap.yaml" >"$tmp/kubectl" 2>&1 &
+	child=$!
+	wait "$child" && child= && return 0
+	child=
+	refusal=$(grep -o 'leasehold fencing rule.*' "$tmp/kubectl") && return 1
+	log "kubectl apply failed: $(cat "$tmp/kubectl")"
+	return 2
+}
+
 # wait_for_leadership blocks until this pod leads a term whose token is above
 # $fenced, and sets $token. GET /v1/watch answers at once without index (or
 # when the state has moved on), and otherwise blocks until the state changes:
@@ -77,7 +116,7 @@ wait_for_leadership() {
 			nap 1
 			continue
 		fi
-		index=$(field index) token=$(field fencingToken)
+		index=$(field index) token=$(field fencingToken) lease=$(text lease) namespace=$(text namespace)
 		case $body in *'"leader":true'*) [ "$token" -gt "$fenced" ] && return ;; esac
 	done
 }
@@ -111,6 +150,17 @@ work() {
 				;;
 			*) log "store answered HTTP $code; retrying in 1s" && nap 1 && return ;;
 			esac
+			if [ -n "$FENCED_CONFIGMAP" ]; then
+				fenced_write "$n"
+				case $? in
+				1)
+					log "apiserver refused token $token: $refusal; stopping work"
+					fenced=$token
+					return
+					;;
+				2) nap 1 && return ;;
+				esac
+			fi
 		fi
 		nap "$INTERVAL"
 	done

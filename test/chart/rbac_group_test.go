@@ -307,20 +307,27 @@ func TestEveryVerbOfTheGroupRoleIsNeeded(t *testing.T) {
 		// landed) and must read the Lease before it writes again. Without
 		// get it never can: a never leads that Lease.
 		"get": func(t *testing.T, s chartSetup, f fleet.Config) {
-			// The member Lease outlives the cut, so a stays a member
-			// and sends the acquires.
-			f.LeaseDuration, f.RenewDeadline = 10*time.Second, 8*time.Second
-			stopRenewing := heldByAnother(t, f.Namespace, s.leases...)
+			heldByAnother(t, f.Namespace, s.leases...)
 			inst := f.StartTestVia(t, "a", true)
+			var seen time.Time // when a last saw one of those terms begin
 			eventually(t, generous, "a sees the other holder of each Lease", func() bool {
 				for _, l := range groupState(t, inst).Leases {
-					if l.Holder != otherHolder {
+					at, err := time.Parse(time.RFC3339Nano, l.ObservedAt)
+					if l.Holder != otherHolder || err != nil {
 						return false
 					}
+					seen = later(seen, at)
 				}
 				return true
 			})
-			stopRenewing()
+			// a campaigns for each Lease leaseDuration after it saw the
+			// term, and stays a member until leaseDuration after its
+			// member Lease's last renewal (every leaseDuration/3). Cut a
+			// second before the campaign: the acquires go out into the
+			// cut, at least a second before a could stop being a member.
+			eventually(t, generous, "a second before a campaigns", func() bool {
+				return !time.Now().Before(seen.Add(leaseDuration - time.Second))
+			})
 			failed := lostAnAnswer(t, inst, func() []string {
 				var at []string
 				for _, l := range groupState(t, inst).Leases {
@@ -615,4 +622,12 @@ func TestChartHandoverRoleHandsToTheNewest(t *testing.T) {
 		t.Error("b leads too")
 	}
 	noForbiddenInLogs(t, a, b, c)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -346,13 +346,12 @@ func TestEveryVerbOfTheChartRoleIsNeeded(t *testing.T) {
 		// must read the Lease before it writes again. Without get it
 		// never can: it never leads, though nobody else campaigns.
 		"get": func(t *testing.T, f fleet.Config) {
-			stopRenewing := heldByAnother(t, f.Namespace, f.Lease)
+			heldByAnother(t, f.Namespace, f.Lease)
 			inst := f.StartTestVia(t, "a", true)
 			eventually(t, generous, "a sees the other holder", func() bool {
 				st, err := inst.Status(t.Context())
 				return err == nil && st.Holder == otherHolder
 			})
-			stopRenewing()
 			lostAnAnswer(t, inst, func() []string {
 				st, err := inst.Status(t.Context())
 				if err != nil {
@@ -393,16 +392,12 @@ func TestEveryVerbOfTheChartRoleIsNeeded(t *testing.T) {
 const otherHolder = "another-instance"
 
 // heldByAnother creates the Leases names in namespace ns, held by
-// otherHolder for a lease of 2s that it renews every 250ms until the
-// returned stop is called (or the test ends). An instance cut off from
-// the apiserver right after stop still sees a term running out, and its
-// acquire is sent while it is cut.
-func heldByAnother(t *testing.T, ns string, names ...string) (stop func()) {
+// otherHolder for a lease of 2s that nobody renews.
+func heldByAnother(t *testing.T, ns string, names ...string) {
 	t.Helper()
-	leases := cluster.Clientset().CoordinationV1().Leases(ns)
 	now := metav1.NowMicro()
 	for _, name := range names {
-		if _, err := leases.Create(t.Context(), &coordinationv1.Lease{
+		if _, err := cluster.Clientset().CoordinationV1().Leases(ns).Create(t.Context(), &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(otherHolder), LeaseDurationSeconds: ptr.To[int32](2),
 				AcquireTime: &now, RenewTime: &now},
@@ -410,31 +405,6 @@ func heldByAnother(t *testing.T, ns string, names ...string) (stop func()) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			for _, name := range names {
-				l, err := leases.Get(ctx, name, metav1.GetOptions{})
-				if err != nil || holder(l) != otherHolder {
-					continue // the test reports what it sees
-				}
-				l.Spec.RenewTime = ptr.To(metav1.NowMicro())
-				_, _ = leases.Update(ctx, l, metav1.UpdateOptions{}) // a conflict: the next tick renews
-			}
-		}
-	}()
-	stop = func() { cancel(); <-done }
-	t.Cleanup(stop)
-	return stop
 }
 
 // lostAnAnswer cuts inst's link to the apiserver (it holds every byte

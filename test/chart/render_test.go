@@ -128,6 +128,18 @@ var ciExpectations = map[string]expectation{
 			})
 		},
 	},
+	"rank-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: true,
+		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold", rules: groupRules,
+		check: func(t *testing.T, sidecar, _ *corev1.Container, _ *appsv1.Deployment) {
+			wantEnv(t, sidecar, map[string]string{
+				"LEASEHOLD_APP_RANK_URL": "http://127.0.0.1:8080/rank", "LEASEHOLD_APP_HEALTH_TIMEOUT": "500ms",
+				"LEASEHOLD_APP_HEALTH_INTERVAL": "1s", "LEASEHOLD_PRIORITY": "5",
+			})
+			// Successor by the sidecar's default; no health gate.
+			wantUnset(t, sidecar, "LEASEHOLD_HANDOVER", "LEASEHOLD_APP_HEALTH_URL")
+		},
+	},
 	"run-mode-values.yaml": {
 		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount"}, native: true,
 		fullname: "ci-leasehold", lease: "ci-leasehold", serviceAccount: "ci-leasehold",
@@ -193,6 +205,16 @@ var ciExpectations = map[string]expectation{
 			if !slices.Contains(app.Command, "--each") {
 				t.Errorf("run mode with a group: want leasehold run --each, got %v", app.Command)
 			}
+		},
+	},
+	"fencing-values.yaml": {
+		kinds: []string{"Deployment", "Pod", "Role", "RoleBinding", "ServiceAccount",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"},
+		native: true, fullname: "ci-leasehold", lease: "", serviceAccount: "ci-leasehold",
+		rules:  groupRules,
+		leases: []string{"scheduler", "compactor"},
+		check: func(t *testing.T, sidecar, _ *corev1.Container, _ *appsv1.Deployment) {
+			wantEnv(t, sidecar, map[string]string{"LEASEHOLD_LEASES": "scheduler,compactor", "LEASEHOLD_FENCING_FLOOR": "true"})
 		},
 	},
 	"plain-container-values.yaml": {

@@ -420,6 +420,10 @@ POD_NAMESPACE, the namespace the Role is in.
 - name: LEASEHOLD_POD_LABEL
   value: {{ .Values.podLabel.key | quote }}
 {{- end }}
+{{- if .Values.fencing.enabled }}
+- name: LEASEHOLD_FENCING_FLOOR
+  value: "true"
+{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
@@ -551,4 +555,75 @@ namespace="{{ .Release.Namespace }}",group="{{ include "leasehold.group" . }}"
 {{- else -}}
 namespace="{{ .Release.Namespace }}",lease="{{ include "leasehold.leaseName" . }}"
 {{- end }}
+{{- end }}
+
+{{/*
+leasehold.fencingResources: fencing.resources as a JSON list of
+{"group": ..., "resource": ...}, in order. It fails on what
+`leasehold fencing-policy --resources` refuses (internal/fencepolicy:
+ParseResources and Options.Validate), with the same message after
+"fencing.resources: ": each item RESOURCE (a DNS label, the plural name)
+or GROUP/RESOURCE (GROUP a DNS subdomain), no subresource, none twice
+(values.schema.json requires at least one).
+*/}}
+{{- define "leasehold.fencingResources" -}}
+{{- $resources := list }}
+{{- $seen := dict }}
+{{- range $item := .Values.fencing.resources }}
+{{- $parts := splitList "/" (trim $item) }}
+{{- $r := dict "group" "" "resource" (index $parts 0) }}
+{{- if eq (len $parts) 2 }}
+{{- $_ := set $r "group" (index $parts 0) }}
+{{- $_ := set $r "resource" (index $parts 1) }}
+{{- with include "leasehold.dnsSubdomainErrors" $r.group }}
+{{- fail (printf "fencing.resources: resource %q: group %q is not a DNS subdomain: %s" $item $r.group .) }}
+{{- end }}
+{{- else if gt (len $parts) 2 }}
+{{- fail (printf "fencing.resources: resource %q: want RESOURCE or GROUP/RESOURCE (subresources are not fenced)" $item) }}
+{{- end }}
+{{- with include "leasehold.dnsLabelErrors" $r.resource }}
+{{- fail (printf "fencing.resources: resource %q: %q is not a resource's plural name (a DNS label): %s" $item $r.resource .) }}
+{{- end }}
+{{- $name := ternary $r.resource (printf "%s/%s" $r.group $r.resource) (eq $r.group "") }}
+{{- if hasKey $seen $name }}
+{{- fail (printf "fencing.resources: resource %s named twice" $name) }}
+{{- end }}
+{{- $_ := set $seen $name true }}
+{{- $resources = append $resources $r }}
+{{- end }}
+{{- toJson $resources }}
+{{- end }}
+
+{{/*
+leasehold.dnsLabelErrors: why the string is not a DNS label (RFC 1123),
+"; "-separated, as Kubernetes' validation.IsDNS1123Label words it; empty
+when it is one.
+*/}}
+{{- define "leasehold.dnsLabelErrors" -}}
+{{- $label := "[a-z0-9]([-a-z0-9]*[a-z0-9])?" }}
+{{- $errs := list }}
+{{- if gt (len .) 63 }}{{ $errs = append $errs "must be no more than 63 characters" }}{{ end }}
+{{- if not (regexMatch (printf "^%s$" $label) .) }}
+{{- if regexMatch (printf "^%s(\\.%s)*$" $label $label) . }}
+{{- $errs = append $errs "must not contain dots" }}
+{{- else }}
+{{- $errs = append $errs (printf "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '%s')" $label) }}
+{{- end }}
+{{- end }}
+{{- join "; " $errs }}
+{{- end }}
+
+{{/*
+leasehold.dnsSubdomainErrors: why the string is not a DNS subdomain (RFC
+1123), as Kubernetes' validation.IsDNS1123Subdomain words it; empty when
+it is one.
+*/}}
+{{- define "leasehold.dnsSubdomainErrors" -}}
+{{- $subdomain := "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*" }}
+{{- $errs := list }}
+{{- if gt (len .) 253 }}{{ $errs = append $errs "must be no more than 253 characters" }}{{ end }}
+{{- if not (regexMatch (printf "^%s$" $subdomain) .) }}
+{{- $errs = append $errs (printf "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '%s')" $subdomain) }}
+{{- end }}
+{{- join "; " $errs }}
 {{- end }}
