@@ -90,7 +90,7 @@ demo: kube-bins
 
 ## test: vet, then every test (unit and integration against the real apiserver) with the race detector,
 ## then 10,000 more lease-group histories without it (the race-detected run plays the first 400).
-test: kube-bins helm-bin vet
+test: kube-bins kubectl-bin helm-bin vet
 	go test $(GO_TEST_FLAGS) ./...
 	cd bench && go test $(GO_TEST_FLAGS) ./...
 	GOGC=400 go test -count=1 -timeout=20m -run '^TestGSim$$' ./internal/group -gsim.first=401 -gsim.seeds=10000
@@ -124,16 +124,23 @@ $(KUBE_ASSETS)/etcd:
 	cd hack/kube && go build -o $@.tmp ./etcd
 	mv $@.tmp $@
 
+## kubectl-bin: build kubectl once per version, beside the apiserver (the shell example's fenced write and the node run it; a few minutes after kube-bins, which shares its build cache).
+kubectl-bin: $(KUBE_ASSETS)/kubectl
+
+$(KUBE_ASSETS)/kubectl: $(KUBE_ASSETS)/kube-apiserver
+	cd hack/kube && go build -ldflags '$(NODE_LDFLAGS)' -o $@.tmp k8s.io/kubernetes/cmd/kubectl
+	mv $@.tmp $@
+
 # The rest of a single node (make node), from the same module and version:
 # built in one go build (they share most packages), cached beside the
 # apiserver. kubectl reports its version through client-go's variables.
-NODE_KUBE_BINS  := kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+NODE_KUBE_BINS  := kube-controller-manager kube-scheduler kubelet kube-proxy
 NODE_KUBE_FILES := $(addprefix $(KUBE_ASSETS)/,$(NODE_KUBE_BINS))
 NODE_LDFLAGS    := $(KUBE_LDFLAGS) $(subst k8s.io/component-base/version.,k8s.io/client-go/pkg/version.,$(KUBE_LDFLAGS))
 
 ## node-bins: build the node's Kubernetes binaries (kubelet, kube-proxy, kube-controller-manager, kube-scheduler, kubectl) once per version
 ## (about 10 minutes on 2 cores after kube-bins, which shares their build cache); containerd and runc are Debian's.
-node-bins: kube-bins $(NODE_KUBE_FILES)
+node-bins: kube-bins kubectl-bin $(NODE_KUBE_FILES)
 
 $(NODE_KUBE_FILES) &:
 	@echo "Building $(NODE_KUBE_BINS) $(KUBE_VERSION) (hack/kube, from the Go module proxy): about 10 minutes on 2 cores after kube-bins, once per version."

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,10 +47,15 @@ func TestExamplesFencedConfigMap(t *testing.T) {
 
 func testFencedConfigMap(t *testing.T, ex example) {
 	argv := ex.command(t)
+	var env []string
 	if ex.name == "shell" {
-		if _, err := exec.LookPath("kubectl"); err != nil {
-			t.Fatalf("kubectl is not installed: the shell example's fenced write needs it: %v", err)
+		// The shell example's fenced write runs kubectl: the one built
+		// beside the apiserver, first on its PATH.
+		kubectl, err := kubetest.Kubectl()
+		if err != nil {
+			t.Fatal(err)
 		}
+		env = append(env, "PATH="+filepath.Dir(kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	ctx := t.Context()
 	ns, err := cluster.CreateNamespace(ctx, "fenced-"+ex.name)
@@ -78,7 +82,7 @@ func testFencedConfigMap(t *testing.T, ex example) {
 
 	store := newStore(t)
 	w := startWorker(t, argv, inst.APIURL, store.URL+"/write", ex.name,
-		append(serviceAccountEnv(t, ns), "FENCED_CONFIGMAP="+fencedConfigMap)...)
+		append(append(serviceAccountEnv(t, ns), "FENCED_CONFIGMAP="+fencedConfigMap), env...)...)
 	configMaps := cluster.Clientset().CoreV1().ConfigMaps(ns)
 
 	// 1. The example's writes land, stamped with the term's token.

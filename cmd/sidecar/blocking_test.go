@@ -121,21 +121,17 @@ func rawRequest(t *testing.T, base, path string, sse bool) net.Conn {
 // awaitMetric polls inst's metric name (summed) until it is want.
 func awaitMetric(t *testing.T, inst *fleet.Instance, name string, labels map[string]string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		m, err := inst.Metrics(t.Context())
-		if err == nil && m.Sum(name, labels) == want {
-			return
+	var m fleet.Metrics
+	var err error
+	eventually(t, fmt.Sprintf("%s%v = %v", name, labels, want), func() bool {
+		m, err = inst.Metrics(t.Context())
+		return err == nil && m.Sum(name, labels) == want
+	}, func() string {
+		if err != nil {
+			return err.Error()
 		}
-		if time.Now().After(deadline) {
-			got := -1.0
-			if err == nil {
-				got = m.Sum(name, labels)
-			}
-			t.Fatalf("%s%v = %v (err %v), want %v", name, labels, got, err, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Sprintf("%s%v = %v", name, labels, m.Sum(name, labels))
+	})
 }
 
 // answeredAndClosed reads the answer on c, checks it with check, and then
@@ -269,21 +265,17 @@ func TestBlockingRequestsStayWithinTheChartMemoryLimit(t *testing.T) {
 	// Nothing of the connections beyond the bound stays: the goroutines and
 	// the open files are those of the bound's (the scrapes' own connection
 	// aside).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var g, n float64
+	eventually(t, "the connections beyond the bound gone", func() bool {
 		m, err := inst.Metrics(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, n := m.Sum("go_goroutines", nil), m.Sum("process_open_fds", nil)
-		if g <= goroutines+2 && n <= fds+2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the connections beyond the bound: %v goroutines, %v open files; with the bound full %v and %v", g, n, goroutines, fds)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		g, n = m.Sum("go_goroutines", nil), m.Sum("process_open_fds", nil)
+		return g <= goroutines+2 && n <= fds+2
+	}, func() string {
+		return fmt.Sprintf("%v goroutines, %v open files; with the bound full %v and %v", g, n, goroutines, fds)
+	})
 	// The bound frees as its requests end.
 	conns[1].Close()
 	awaitMetric(t, inst, "leasehold_watchers", nil, float64(2*bound-1))

@@ -95,17 +95,11 @@ func TestUnknownArgumentsExitTwoAndStartNothing(t *testing.T) {
 	// It is ready once it has found the Lease missing; the empty record it
 	// creates then lands a round trip later.
 	start(t, f, "control")
-	deadline := time.Now().Add(generous)
-	for {
-		_, err := leases.Get(t.Context(), "app", metav1.GetOptions{})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Lease app with a sidecar running: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling; the deadline decides
-	}
+	var err error
+	eventually(t, "Lease app with a sidecar running", func() bool {
+		_, err = leases.Get(t.Context(), "app", metav1.GetOptions{})
+		return err == nil
+	}, func() string { return err.Error() })
 }
 
 // Help and version exit 0 from the built binary.

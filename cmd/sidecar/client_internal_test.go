@@ -489,4 +489,10 @@ func TestStatusShowsHolderClock(t *testing.T) {
 	if r = invoke(t, nil, "status", "--addr", f.addr()); strings.Contains(r.stdout, "clock") {
 		t.Errorf("status without holderClock shows clock rows:\n%s", r.stdout)
 	}
+	st.ApiserverClock = &api.ApiserverClock{OffsetLowerMs: -415, OffsetUpperMs: 26, Responses: 20, ObservedAt: "2026-07-01T11:59:59Z"}
+	f = newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, st) })
+	r = invoke(t, nil, "status", "--addr", f.addr())
+	if want := "\napiserver clock  -415ms to +26ms (the apiserver's clock minus this one's, from 20 responses, newest 2026-07-01T11:59:59Z ("; !strings.Contains(r.stdout, want) {
+		t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+	}
 }

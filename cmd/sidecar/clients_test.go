@@ -9,14 +9,23 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/testing/poll"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
 // generous bounds real-time waits for an answer that must come; it never
 // decides an outcome.
 const generous = 20 * time.Second
+
+// eventually polls cond every 20ms until it holds, failing t after generous
+// with report's account of the last state cond saw (nil: none).
+func eventually(t *testing.T, what string, cond func() bool, report func() string) {
+	t.Helper()
+	poll.UntilReport(t, generous, 20*time.Millisecond, what, cond, report)
+}
 
 // answer is one answer of a blocking request of the API.
 type answer struct {

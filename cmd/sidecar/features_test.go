@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -138,17 +139,13 @@ func TestAppHealthGatesCandidacy(t *testing.T) {
 // waitStatus polls inst's status until cond holds.
 func waitStatus(t *testing.T, inst *fleet.Instance, what string, cond func(api.Status) bool) api.Status {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st, err := inst.Status(t.Context())
-		if err == nil && cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: timed out; last status %+v (err %v)", what, st, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var st api.Status
+	var err error
+	eventually(t, what, func() bool {
+		st, err = inst.Status(t.Context())
+		return err == nil && cond(st)
+	}, func() string { return fmt.Sprintf("last status %+v (err %v)", st, err) })
+	return st
 }
 
 const leaderLabel = "leasehold.io/leader"
@@ -192,9 +189,9 @@ func TestPodLabelFollowsLeadership(t *testing.T) {
 	// (the Lease's name, which lives in the Pods' namespace).
 	onlyLeaderLabelled := func(what string, leader *fleet.Instance) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			got, elections := map[string]string{}, map[string]string{}
+		var got, elections map[string]string
+		eventually(t, what+": true on "+leader.Name+" only, and "+podlabel.LeaseKey+"="+f.Lease+" on every Pod", func() bool {
+			got, elections = map[string]string{}, map[string]string{}
 			list, err := pods.List(t.Context(), metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -209,14 +206,8 @@ func TestPodLabelFollowsLeadership(t *testing.T) {
 				}
 				ok = ok && got[p.Name] == want && elections[p.Name] == f.Lease
 			}
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: labels %v, election labels %v; want true on %s only, and %s=%s on every Pod", what, got, elections, leader.Name, podlabel.LeaseKey, f.Lease)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return ok
+		}, func() string { return fmt.Sprintf("labels %v, election labels %v", got, elections) })
 	}
 	waitLeader := func(instances ...*fleet.Instance) *fleet.Instance {
 		t.Helper()

@@ -1,10 +1,9 @@
 package main_test
 
 import (
-	"context"
+	"fmt"
 	"strconv"
 	"testing"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
@@ -66,13 +65,11 @@ func TestSIGTERMInABalancedGroupHandsEachLeaseToItsHeir(t *testing.T) {
 // two Leases and each counts both as members, and returns a's.
 func settledShares(t *testing.T, a, b *fleet.Instance) api.Status {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), generous)
-	defer cancel()
-	for {
-		var mine api.Status
+	var mine api.Status
+	eventually(t, "a and b settled on one Lease each", func() bool {
 		settled := true
 		for _, in := range []*fleet.Instance{a, b} {
-			l, err := in.Leases(ctx)
+			l, err := in.Leases(t.Context())
 			leading := 0
 			for _, st := range l.Leases {
 				if st.Leader {
@@ -84,38 +81,27 @@ func settledShares(t *testing.T, a, b *fleet.Instance) api.Status {
 			}
 			settled = settled && err == nil && l.Members != nil && *l.Members == 2 && leading == 1
 		}
-		if settled {
-			return mine
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("a and b did not settle on one Lease each within %v", generous)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return settled
+	}, nil)
+	return mine
 }
 
 // waitLeads waits until in leads lease with a status that ok accepts.
 func waitLeads(t *testing.T, in *fleet.Instance, lease string, ok func(api.Status) bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), generous)
-	defer cancel()
 	var last api.Status
-	for {
-		l, err := in.Leases(ctx)
-		if err == nil {
-			for _, st := range l.Leases {
-				if st.Lease == lease {
-					if last = st; st.Leader && ok(st) {
-						return
-					}
+	eventually(t, in.Name+" leads "+lease+" as expected", func() bool {
+		l, err := in.Leases(t.Context())
+		if err != nil {
+			return false
+		}
+		for _, st := range l.Leases {
+			if st.Lease == lease {
+				if last = st; st.Leader && ok(st) {
+					return true
 				}
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s does not lead %s as expected within %v; last status %+v", in.Name, lease, generous, last)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return false
+	}, func() string { return fmt.Sprintf("last status %+v", last) })
 }

@@ -68,13 +68,7 @@ func TestFollowTermsClosesWhenTheTermEnds(t *testing.T) {
 	// awaitTimer waits until followTerms has checked and set its timer.
 	awaitTimer := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(bound)
-		for !clk.HasWaiters() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: followTerms set no timer", what)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		await(t, "followTerms's timer set ("+what+")", clk.HasWaiters)
 	}
 
 	first := upgradeEcho(t, srv.Listener.Addr().String())

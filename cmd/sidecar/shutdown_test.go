@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -89,17 +90,14 @@ func TestSIGTERMTellsWatchersBeforeEndingThem(t *testing.T) {
 // blocking requests are open.
 func waitWatchers(t *testing.T, inst *fleet.Instance, n float64) {
 	t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
-		m, err := inst.Metrics(t.Context())
-		if err == nil && m.Sum("leasehold_watchers", nil) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("leasehold_watchers = %v (err %v), want %v", m.Sum("leasehold_watchers", nil), err, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var m fleet.Metrics
+	var err error
+	eventually(t, fmt.Sprintf("leasehold_watchers = %v", n), func() bool {
+		m, err = inst.Metrics(t.Context())
+		return err == nil && m.Sum("leasehold_watchers", nil) == n
+	}, func() string {
+		return fmt.Sprintf("leasehold_watchers = %v (err %v)", m.Sum("leasehold_watchers", nil), err)
+	})
 }
 
 // SIGTERM to a leader with connections still open that the servers' stop
@@ -137,11 +135,7 @@ func TestSIGTERMWithConnectionsOpenExitsZero(t *testing.T) {
 		t.Cleanup(func() { _ = conn.Close() })
 	}
 	stuck := longPoll(t.Context(), "http://"+proxyAddr+"/never-answered")
-	for deadline := time.Now().Add(generous); reached.Load() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the request through the proxy did not reach the app")
-		}
-	}
+	eventually(t, "the request through the proxy reached the app", func() bool { return reached.Load() > 0 }, nil)
 
 	took, err := a.Terminate(generous)
 	if err != nil {

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -244,17 +245,12 @@ func TestObserverNeverCampaigns(t *testing.T) {
 	obsFleet := f
 	obsFleet.Env = append(slices.Clone(f.Env), "LEASEHOLD_CANDIDATE=false")
 	obs := start(t, obsFleet, "observer")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, err := obs.Status(t.Context())
-		if err == nil && got.Holder == st.Holder && got.FencingToken == st.FencingToken && !got.Candidate && !got.Leader {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("observer's status %+v (err %v); want holder %q, token %d, candidate false", got, err, st.Holder, st.FencingToken)
-		}
-		time.Sleep(20 * time.Millisecond) // polling; the deadline decides
-	}
+	var got api.Status
+	var err error
+	eventually(t, fmt.Sprintf("the observer reports holder %q, token %d, candidate false", st.Holder, st.FencingToken), func() bool {
+		got, err = obs.Status(t.Context())
+		return err == nil && got.Holder == st.Holder && got.FencingToken == st.FencingToken && !got.Candidate && !got.Leader
+	}, func() string { return fmt.Sprintf("observer's status %+v (err %v)", got, err) })
 	stopGracefully(t, leader) // releases the Lease: a candidate would take it at once
 	// The observer reports the free Lease: the step where a candidate sends
 	// its acquire has run. Then a new candidate starts and takes the Lease,
@@ -264,20 +260,13 @@ func TestObserverNeverCampaigns(t *testing.T) {
 	// its own would have been answered (and counted) by then.
 	observe := func(what string, ok func(api.Status) bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			got, err := obs.Status(t.Context())
+		eventually(t, "the observer reported "+what, func() bool {
+			got, err = obs.Status(t.Context())
 			if err == nil && (got.Leader || got.Holder == got.Identity) {
 				t.Fatalf("the observer took the Lease: %+v", got)
 			}
-			if err == nil && ok(got) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the observer never reported %s: %+v (err %v)", what, got, err)
-			}
-			time.Sleep(20 * time.Millisecond) // polling; the deadline decides
-		}
+			return err == nil && ok(got)
+		}, func() string { return fmt.Sprintf("%+v (err %v)", got, err) })
 	}
 	observe("the released Lease", func(got api.Status) bool { return got.Holder == "" })
 	start(t, f, "late")

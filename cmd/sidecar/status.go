@@ -127,6 +127,10 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 	if c := st.HolderClock; c != nil {
 		printHolderClock(row, c, now)
 	}
+	if c := st.ApiserverClock; c != nil {
+		row("apiserver clock", fmt.Sprintf("%+dms to %+dms (the apiserver's clock minus this one's, from %d responses, newest %s)",
+			c.OffsetLowerMs, c.OffsetUpperMs, c.Responses, when(c.ObservedAt, now)))
+	}
 	row("index", strconv.FormatUint(st.Index, 10))
 	_ = tw.Flush()
 }

@@ -25,6 +25,7 @@ import (
 	groupmember "github.com/leasehold/leasehold/internal/group/member"
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 var cluster *kubetest.Cluster
@@ -39,9 +40,17 @@ const (
 	leaseDuration = 3 * time.Second
 	renewDeadline = 2 * time.Second
 	retryPeriod   = 500 * time.Millisecond
-	// generous bounds real-time waits on a shared, noisy machine.
+	// generous bounds real-time waits on a shared, noisy machine; it never
+	// decides an outcome.
 	generous = 30 * time.Second
 )
+
+// eventually polls cond every 10ms until it holds, failing t after generous
+// with report's account of the last state cond saw (nil: none).
+func eventually(t *testing.T, what string, cond func() bool, report func() string) {
+	t.Helper()
+	poll.UntilReport(t, generous, 10*time.Millisecond, what, cond, report)
+}
 
 type fixture struct {
 	t         *testing.T
@@ -208,21 +217,15 @@ func waitFair(t *testing.T, members []*member, n int) {
 // checking at every sample that no Lease has two valid leaders among them.
 func waitUntil(t *testing.T, members []*member, want string, ok func(held []int) bool) {
 	t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
+	var got []int
+	eventually(t, "held "+want, func() bool {
 		checkOneLeader(t, members)
-		got := make([]int, len(members))
+		got = make([]int, len(members))
 		for i, m := range members {
 			got[i] = m.held()
 		}
-		if ok(got) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("held %v, want %s", got, want)
-		}
-		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
-	}
+		return ok(got)
+	}, func() string { return fmt.Sprintf("held %v", got) })
 }
 
 func checkOneLeader(t *testing.T, members []*member) {
@@ -287,9 +290,11 @@ func (f *fixture) countMoves() *moveCounter {
 // moves.
 func (c *moveCounter) settled(t *testing.T, members []*member) int {
 	t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
-		want, now := map[string]string{}, time.Now()
+	var want map[string]string
+	var moves int
+	eventually(t, "the move counter's watch caught up with the holders", func() bool {
+		now := time.Now()
+		want = map[string]string{}
 		for _, m := range members {
 			for _, s := range m.leases() {
 				if s.IsLeader(now) {
@@ -298,20 +303,15 @@ func (c *moveCounter) settled(t *testing.T, members []*member) int {
 			}
 		}
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		caughtUp := true
 		for lease, holder := range want {
 			caughtUp = caughtUp && c.last[lease] == holder
 		}
-		moves := c.moves
-		c.mu.Unlock()
-		if caughtUp {
-			return moves
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the move counter's watch did not catch up with the holders %v", want)
-		}
-		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
-	}
+		moves = c.moves
+		return caughtUp
+	}, func() string { return fmt.Sprintf("holders %v", want) })
+	return moves
 }
 
 // TestScaleUpMovesTheFewestLeases: one member holds all 16 shards; three
@@ -366,21 +366,15 @@ func TestObserverFollowsWithoutCampaigning(t *testing.T) {
 	a := f.start("a", leases)
 	obs := f.start("observer", leases, func(c *group.Config) { c.Candidate = false })
 	waitHeld(t, []*member{a, obs}, []int{3, 0})
-	deadline := time.Now().Add(generous)
-	for {
-		snap := obs.Snapshot()
+	var snap *group.Snapshot
+	eventually(t, "the observer following a's holds and tokens", func() bool {
+		snap = obs.Snapshot()
 		ok := true
 		for i, s := range snap.Leases {
 			ok = ok && s.Holder == "a" && s.Token == a.leases()[i].Token && !s.Candidate
 		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("observer's view: %+v", snap.Leases[0])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ok
+	}, func() string { return fmt.Sprintf("observer's view: %+v", snap.Leases[0]) })
 	if got := a.Snapshot().Members; got != 1 {
 		t.Errorf("a sees %d members, want 1 (the observer is not one)", got)
 	}

@@ -2,6 +2,7 @@ package group_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -25,20 +26,13 @@ func handover(started time.Time, priority int64) func(*group.Config) {
 // waitMembers waits until every member sees n members.
 func waitMembers(t *testing.T, members []*member, n int) {
 	t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
+	eventually(t, fmt.Sprintf("every member sees %d members", n), func() bool {
 		ok := true
 		for _, m := range members {
 			ok = ok && m.Snapshot().Members == n
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("members do not all see %d members", n)
-		}
-		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
-	}
+		return ok
+	}, nil)
 }
 
 // holderAmong is who leads validly among members, "" when none does; it fails
@@ -58,20 +52,14 @@ func holderAmong(t *testing.T, members []*member) string {
 // else leads meanwhile except the previous holder before it let go.
 func waitLeader(t *testing.T, members []*member, want string, allowed ...string) {
 	t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
-		h := holderAmong(t, members)
-		if h == want {
-			return
-		}
-		if h != "" && !slices.Contains(allowed, h) {
+	h := ""
+	eventually(t, want+" leads", func() bool {
+		h = holderAmong(t, members)
+		if h != "" && h != want && !slices.Contains(allowed, h) {
 			t.Fatalf("%s leads; want %s next", h, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not lead (holder %q)", want, h)
-		}
-		time.Sleep(5 * time.Millisecond) // sampling; the outcome is decided by the deadline
-	}
+		return h == want
+	}, func() string { return fmt.Sprintf("holder %q", h) })
 }
 
 // POST /v1/release?to=: the named successor takes the Lease, before any

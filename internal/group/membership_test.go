@@ -1,6 +1,7 @@
 package group_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/group"
 	groupmember "github.com/leasehold/leasehold/internal/group/member"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // heldBy lists, per Lease name, the members that validly lead it now,
@@ -32,23 +34,17 @@ func heldBy(t *testing.T, members []*member) map[string]string {
 // members.
 func waitAllHeld(t *testing.T, members []*member, names []string) {
 	t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
-		held := heldBy(t, members)
-		missing := 0
+	var held map[string]string
+	missing := 0
+	eventually(t, fmt.Sprintf("all %d Leases held", len(names)), func() bool {
+		held, missing = heldBy(t, members), 0
 		for _, n := range names {
 			if held[n] == "" {
 				missing++
 			}
 		}
-		if missing == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d Leases unheld after %v: %v", missing, len(names), generous, held)
-		}
-		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
-	}
+		return missing == 0
+	}, func() string { return fmt.Sprintf("%d unheld: %v", missing, held) })
 }
 
 // Members of one group that run different Lease lists (helm upgrade from
@@ -122,17 +118,12 @@ func TestACrashedMembersLeaseIsCollected(t *testing.T) {
 	if _, err := f.client.Get(t.Context(), left, metav1.GetOptions{}); err != nil {
 		t.Fatalf("setup: the crashed member's Lease is not there: %v", err)
 	}
-	deadline := time.Now().Add(3*leaseDuration + generous)
-	for {
+	// Collected once unchanged for three TTLs (the member package's
+	// collectAfter): the wait is that on top of generous.
+	poll.Until(t, 3*leaseDuration+generous, 50*time.Millisecond, "the crashed member's Lease collected", func() bool {
 		_, err := f.client.Get(t.Context(), left, metav1.GetOptions{})
-		if err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the crashed member's Lease is still there")
-		}
-		time.Sleep(50 * time.Millisecond) // sampling; the outcome is decided by the deadline
-	}
+		return err != nil
+	})
 	if got := gathered(t, registry, "leasehold_member_leases_collected_total"); got != 1 {
 		t.Errorf("leasehold_member_leases_collected_total = %v, want 1", got)
 	}

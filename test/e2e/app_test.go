@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // Health-gated candidacy (scenario 11): every gated member probes its own
@@ -140,8 +142,9 @@ func (a *fakeApp) serve(ln net.Listener) {
 // then on a probe may get the new answer. A crash has taken effect (no
 // listener) when set returns, and so has a restart (listening again). The
 // recorded span of a failing mode starts before the switch, that of the
-// healthy mode after it, so that failingDuring never misses a failure.
-func (a *fakeApp) set(mode appMode) (time.Time, error) {
+// healthy mode after it, so that failingDuring never misses a failure. A
+// restart that cannot listen again fails t.
+func (a *fakeApp) set(t testing.TB, mode appMode) (time.Time, error) {
 	at := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -153,11 +156,7 @@ func (a *fakeApp) set(mode appMode) (time.Time, error) {
 		a.srv.Close() // the listener and every connection; Serve returns
 		a.srv = nil
 	case mode != appCrashed && a.srv == nil:
-		ln, err := listenAgain(a.addr)
-		if err != nil {
-			return at, fmt.Errorf("restart the app of %s on %s: %w", a.name, a.addr, err)
-		}
-		a.serve(ln)
+		a.serve(listenAgain(t, "the app of "+a.name, a.addr))
 	}
 	a.mode = mode
 	from := at
@@ -168,16 +167,17 @@ func (a *fakeApp) set(mode appMode) (time.Time, error) {
 	return at, nil
 }
 
-// listenAgain listens on addr, retrying briefly while the old socket goes.
-func listenAgain(addr string) (net.Listener, error) {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		ln, err := net.Listen("tcp", addr)
-		if err == nil || time.Now().After(deadline) {
-			return ln, err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+// listenAgain listens on addr for who, retrying while the old socket goes;
+// it fails t after generousWait.
+func listenAgain(t testing.TB, who, addr string) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	poll.UntilReport(t, generousWait, 10*time.Millisecond, who+" listening again on "+addr, func() bool {
+		ln, err = net.Listen("tcp", addr)
+		return err == nil
+	}, func() string { return err.Error() })
+	return ln
 }
 
 // ServeHTTP answers a probe as the current mode says.
@@ -293,7 +293,7 @@ func newFlapper(e *env, members []*member) *flapper {
 
 func (f *flapper) set(m *member, mode appMode) time.Time {
 	f.e.t.Helper()
-	at, err := m.app.set(mode)
+	at, err := m.app.set(f.e.t, mode)
 	if err != nil {
 		f.e.t.Fatal(err)
 	}

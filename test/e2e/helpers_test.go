@@ -26,6 +26,7 @@ import (
 	"github.com/leasehold/leasehold/internal/httpapi"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 const leaseName = "app"
@@ -255,7 +256,7 @@ func (e *env) awaitExit(m *member, since time.Time) {
 	e.t.Helper()
 	select {
 	case <-m.Exited():
-	case <-time.After(failsAfter(exitBound) + 30*time.Second):
+	case <-time.After(failsAfter(exitBound) + generousWait):
 		e.t.Fatalf("%s still running %v after SIGTERM", m.Name, time.Since(since))
 	}
 	e.withinBound(m.Name+": exit after SIGTERM", time.Since(since), exitBound)
@@ -266,11 +267,11 @@ func (e *env) awaitExit(m *member, since time.Time) {
 
 // awaitTerm waits for an answer, received after after, in which one of from
 // (every member when from is empty) reports leader:true with a token above
-// above, and returns the earliest. It gives up failsAfter(bound) + 30s
-// after after.
+// above, and returns the earliest. It gives up failsAfter(bound) +
+// generousWait after after.
 func (e *env) awaitTerm(after time.Time, above fence.Token, bound time.Duration, from ...*member) sample {
 	e.t.Helper()
-	ctx, cancel := context.WithDeadline(e.ctx, after.Add(failsAfter(bound)+30*time.Second))
+	ctx, cancel := context.WithDeadline(e.ctx, after.Add(failsAfter(bound)+generousWait))
 	defer cancel()
 	s, err := e.obs.await(ctx, after, func(s sample) bool {
 		return s.st.Leader && s.st.FencingToken > above && (len(from) == 0 || memberIn(s.m, from))
@@ -286,7 +287,7 @@ func (e *env) awaitTerm(after time.Time, above fence.Token, bound time.Duration,
 // match holds, within the bound within (failsAfter), and returns it.
 func (e *env) awaitSample(m *member, after time.Time, within time.Duration, what string, match func(sample) bool) sample {
 	e.t.Helper()
-	ctx, cancel := context.WithDeadline(e.ctx, after.Add(failsAfter(within)+30*time.Second))
+	ctx, cancel := context.WithDeadline(e.ctx, after.Add(failsAfter(within)+generousWait))
 	defer cancel()
 	s, err := e.obs.await(ctx, after, func(s sample) bool { return s.m == m && match(s) })
 	if err != nil {
@@ -409,22 +410,16 @@ func (e *env) deleteLease() {
 // fails the trial if that is later than deadline.
 func (e *env) awaitPromisesOver(m *member, deadline time.Time) {
 	e.t.Helper()
-	for {
-		var latest time.Time
+	var latest time.Time
+	poll.UntilReport(e.t, time.Until(deadline), 10*time.Millisecond, "every term's validity over by "+clock(deadline), func() bool {
+		latest = time.Time{}
 		for _, s := range e.obs.Samples() {
 			if m == nil || s.m == m {
 				latest = later(latest, s.validUntil)
 			}
 		}
-		now := time.Now()
-		if now.After(latest) {
-			return
-		}
-		if now.After(deadline) {
-			e.t.Fatalf("a term is still valid until %s, later than %s", clock(latest), clock(deadline))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return time.Now().After(latest)
+	}, func() string { return "a term is still valid until " + clock(latest) })
 }
 
 // watchServing reads the trial's Lease as an admin until a read succeeds,
@@ -596,21 +591,25 @@ func (l *leaseLog) lastBefore(t time.Time, match func(leaseEvent) bool) (leaseEv
 }
 
 // await waits for a write received after after for which match holds,
-// within the bound within (failsAfter; plus 30s before giving up), and
-// returns the first.
+// within the bound within (failsAfter; plus generousWait before giving
+// up), and returns the first.
 func (l *leaseLog) await(e *env, after time.Time, within time.Duration, match func(leaseEvent) bool) leaseEvent {
 	e.t.Helper()
-	deadline := after.Add(failsAfter(within) + 30*time.Second)
-	for {
+	var found leaseEvent
+	poll.UntilReport(e.t, time.Until(after.Add(failsAfter(within)+generousWait)), 5*time.Millisecond, "such a Lease write", func() bool {
+		if err := e.ctx.Err(); err != nil {
+			e.t.Fatalf("no such Lease write %v after the fault: %v", time.Since(after), err)
+		}
 		for _, ev := range l.since(after) {
 			if match(ev) {
-				e.withinBound(fmt.Sprintf("Lease write %s after the fault", ev), ev.at.Sub(after), within)
-				return ev
+				found = ev
+				return true
 			}
 		}
-		if time.Now().After(deadline) || e.ctx.Err() != nil {
-			e.t.Fatalf("no such Lease write within %v; writes since: %v", time.Since(after), l.since(after))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	}, func() string {
+		return fmt.Sprintf("%v after the fault; writes since: %v", time.Since(after), l.since(after))
+	})
+	e.withinBound(fmt.Sprintf("Lease write %s after the fault", found), found.at.Sub(after), within)
+	return found
 }

@@ -33,6 +33,11 @@ const (
 	pause = leaseDuration + time.Second
 )
 
+// generousWait is the slack a wait allows, beyond any bound the test judges
+// (failsAfter), before giving up: for a precondition, or for an outcome the
+// test judges otherwise; it never decides an outcome.
+const generousWait = 30 * time.Second
+
 // Documented recovery bounds.
 const (
 	// schedulingSlack allows for process scheduling on a shared, noisy

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // steady is how long to wait for the first leader of a fresh fleet.
@@ -324,13 +326,9 @@ func TestHostileLease(t *testing.T) {
 			}
 			// The leader keeps its term and republishes its own token.
 			want := st.FencingToken.String()
-			deadline := sent.Add(failsAfter(failoverBound))
-			for e.getLease().Annotations[fence.Annotation] != want {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: the leader did not republish its token %s within %v (twice the bound %v)", step.name, want, failsAfter(failoverBound), failoverBound)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			poll.Until(t, time.Until(sent.Add(failsAfter(failoverBound))), 20*time.Millisecond,
+				fmt.Sprintf("%s: the leader republished its token %s (twice the bound %v after the write)", step.name, want, failoverBound),
+				func() bool { return e.getLease().Annotations[fence.Annotation] == want })
 			e.withinBound(step.name+": leader "+leader.Name+" republished token "+want, time.Since(sent), failoverBound)
 			now, nst := e.awaitOneLeader(handoverBound)
 			if now != leader || nst.FencingToken != st.FencingToken {
@@ -403,7 +401,7 @@ func TestAppHealthGatedCandidacy(t *testing.T) {
 		if leader == succ {
 			succ = ms[1]
 		}
-		crashed, err := leader.app.set(appCrashed)
+		crashed, err := leader.app.set(e.t, appCrashed)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -437,7 +435,7 @@ func TestAppHealthGatedCandidacy(t *testing.T) {
 		}
 		// The app restarts on the same URL: its member campaigns again but
 		// cannot disturb the successor's term.
-		back, err := leader.app.set(appHealthy)
+		back, err := leader.app.set(e.t, appHealthy)
 		if err != nil {
 			e.t.Fatal(err)
 		}

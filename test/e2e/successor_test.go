@@ -14,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/proxy"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 	"github.com/leasehold/leasehold/internal/testing/upgrade"
 )
 
@@ -103,8 +104,7 @@ func (e *env) startProxied(name string, extra ...string) *proxied {
 // as leaderAddress, and returns how long that took from since.
 func (e *env) awaitLeaderAddress(ps []*proxied, want string, since time.Time) time.Duration {
 	e.t.Helper()
-	deadline := time.Now().Add(generousWait)
-	for {
+	poll.Until(e.t, generousWait, 5*time.Millisecond, "leaderAddress "+want+" everywhere", func() bool {
 		all := true
 		for _, p := range ps {
 			if !p.running() {
@@ -115,18 +115,10 @@ func (e *env) awaitLeaderAddress(ps []*proxied, want string, since time.Time) ti
 			cancel()
 			all = all && err == nil && st.LeaderAddress.Address == want
 		}
-		if all {
-			return time.Since(since)
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("leaderAddress is not %s everywhere within %v", want, generousWait)
-		}
-		time.Sleep(5 * time.Millisecond) // sampling; the outcome is decided by the deadline
-	}
+		return all
+	})
+	return time.Since(since)
 }
-
-// generousWait bounds waits whose outcome the test judges otherwise.
-const generousWait = 30 * time.Second
 
 // Leader address and forwarding proxy, over a graceful handover: every
 // member reports the valid leader's address; requests sent to any member's
@@ -279,8 +271,7 @@ func TestRollingUpdateMovesLeadershipOnce(t *testing.T) {
 // (leasehold_members).
 func (e *env) awaitMembers(n int) {
 	e.t.Helper()
-	deadline := time.Now().Add(generousWait)
-	for {
+	poll.Until(e.t, generousWait, 10*time.Millisecond, fmt.Sprintf("every member counting %d members", n), func() bool {
 		all := true
 		for _, m := range e.members {
 			if !m.running() {
@@ -291,12 +282,6 @@ func (e *env) awaitMembers(n int) {
 			cancel()
 			all = all && err == nil && ms.Sum("leasehold_members", nil) == float64(n)
 		}
-		if all {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("members do not all count %d members within %v", n, generousWait)
-		}
-		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
-	}
+		return all
+	})
 }

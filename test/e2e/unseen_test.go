@@ -17,6 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/testing/fleet"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // Scenarios 12 to 15: hand edits that a candidate cannot judge from what it
@@ -92,20 +94,17 @@ func (e *env) blankHolder() {
 // a precondition, waited for generously.
 func (e *env) awaitWatchDown(m *member, since time.Time) {
 	e.t.Helper()
-	const within = 30 * time.Second
-	for {
+	var err error
+	poll.UntilReport(e.t, time.Until(since.Add(generousWait)), 20*time.Millisecond, m.Name+"'s watch down after its link was cut", func() bool {
+		var metrics fleet.Metrics
 		ctx, cancel := context.WithTimeout(e.ctx, time.Second)
-		metrics, err := m.Metrics(ctx)
+		metrics, err = m.Metrics(ctx)
 		cancel()
-		if err == nil && metrics["leasehold_watch_up"] != nil && metrics.Sum("leasehold_watch_up", nil) == 0 {
-			e.t.Logf("%s: its watch is down %v after its link was cut", m.Name, time.Since(since).Round(time.Millisecond))
-			return
-		}
-		if time.Since(since) > within {
-			e.t.Fatalf("%s: its watch still up %v after its link was cut (metrics error: %v)", m.Name, time.Since(since), err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && metrics["leasehold_watch_up"] != nil && metrics.Sum("leasehold_watch_up", nil) == 0
+	}, func() string {
+		return fmt.Sprintf("still up %v after the cut (metrics error: %v)", time.Since(since), err)
+	})
+	e.t.Logf("%s: its watch is down %v after its link was cut", m.Name, time.Since(since).Round(time.Millisecond))
 }
 
 // dropDeadLinks makes a sidecar's client close its HTTP/2 connection to the
@@ -357,29 +356,32 @@ func TestNamespaceMissing(t *testing.T) {
 			before[m] = scrape(m)
 			after[m] = before[m]
 		}
-		deadline := time.Now().Add(nsRefusalsSpan(nsRefusals+1) + 30*time.Second)
-		for counting := true; counting; {
-			counting = false
+		counted := func(m *member) bool { return after[m].refused >= before[m].refused+nsRefusals }
+		poll.UntilReport(e.t, nsRefusalsSpan(nsRefusals+1)+generousWait, 100*time.Millisecond, fmt.Sprintf("%d more refused Creates from each sidecar", nsRefusals), func() bool {
+			all := true
 			for _, m := range ms {
-				if after[m].refused >= before[m].refused+nsRefusals {
+				if counted(m) {
 					continue
 				}
-				if time.Now().After(deadline) {
-					e.t.Fatalf("%s: %v refused Creates in %v; want it to keep trying, with a backoff up to %v",
-						m.Name, after[m].refused-before[m].refused, time.Since(before[m].sent).Round(time.Millisecond), nsMaxBackoff)
-				}
-				counting = true
 				now := scrape(m)
 				if now.creates-now.refused != before[m].creates-before[m].refused {
 					e.t.Logf("%s: a Create without a 404 (%v so far, a timeout?): counting afresh", m.Name, now.creates-now.refused)
 					before[m] = now
 				}
 				after[m] = now
+				all = all && counted(m)
 			}
-			if counting {
-				time.Sleep(100 * time.Millisecond) // polling; the counts and the deadline decide
+			return all
+		}, func() string {
+			var short []string
+			for _, m := range ms {
+				if !counted(m) {
+					short = append(short, fmt.Sprintf("%s: %v refused Creates in %v", m.Name, after[m].refused-before[m].refused,
+						time.Since(before[m].sent).Round(time.Millisecond)))
+				}
 			}
-		}
+			return strings.Join(short, "; ") + fmt.Sprintf("; want each to keep trying, with a backoff up to %v", nsMaxBackoff)
+		})
 		for _, m := range ms {
 			b, a := before[m], after[m]
 			refused, span := a.refused-b.refused, a.recv.Sub(b.sent)

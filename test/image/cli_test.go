@@ -21,7 +21,7 @@ import (
 // shell, no HOME, the container's environment).
 func execImageBinary(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), generous)
 	defer cancel()
 	bin := binary
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -66,7 +66,7 @@ func TestEachRunsOneCopyPerLeaseHeld(t *testing.T) {
 	}
 	eventually(t, "each pod running a copy for one shard", func() bool {
 		return (beating("a", "app-0", 0) && beating("b", "app-1", 0)) || (beating("a", "app-1", 0) && beating("b", "app-0", 0))
-	})
+	}, nil)
 	bShard := "app-0"
 	if beating("b", "app-1", 0) {
 		bShard = "app-1"
@@ -79,7 +79,7 @@ func TestEachRunsOneCopyPerLeaseHeld(t *testing.T) {
 	}
 	eventually(t, "a running a copy for b's shard "+bShard+" with a larger token", func() bool {
 		return beating("a", bShard, bToken)
-	})
+	}, nil)
 	for _, shard := range shards {
 		checkCopiesApart(t, shard, dirs["a"], dirs["b"])
 	}
@@ -113,8 +113,9 @@ func checkCopiesApart(t *testing.T, shard string, dirs ...string) {
 	t.Logf("%s: %d copies, one after another", shard, len(runs))
 }
 
-// eventually polls cond until it holds, failing the test after generous.
-func eventually(t *testing.T, what string, cond func() bool) {
+// eventually polls cond until it holds, failing the test after generous
+// with report's account of the last state cond saw (nil: none).
+func eventually(t *testing.T, what string, cond func() bool, report func() string) {
 	t.Helper()
-	poll.Until(t, generous, 20*time.Millisecond, what, cond) // polling files
+	poll.UntilReport(t, generous, 20*time.Millisecond, what, cond, report) // polling files
 }

@@ -339,52 +339,42 @@ func (tr *trial) allRuns() []run {
 // than not (if not nil), and returns it.
 func (tr *trial) awaitRun(after fence.Token, not *member) run {
 	tr.t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
-		for _, r := range tr.allRuns() {
+	var found run
+	var runs []run
+	eventually(tr.t, fmt.Sprintf("a command run with a token above %d", after), func() bool {
+		runs = tr.allRuns()
+		for _, r := range runs {
 			if r.token > after && r.m != not {
-				return r
+				found = r
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			tr.t.Fatalf("no command ran with a token above %d within %v; runs: %v", after, generous, tr.allRuns())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	}, func() string { return fmt.Sprintf("runs: %v", runs) })
+	return found
 }
 
 // awaitStopped waits for m's runner to log that it stopped the command as
 // many times as the command ran.
 func (tr *trial) awaitStopped(m *member) {
 	tr.t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
+	eventually(tr.t, m.name+"'s runner stopped the command", func() bool {
 		data, _ := os.ReadFile(m.runner.log)
-		if strings.Count(string(data), `msg="command stopped"`) >= len(runsOf(tr.t, m)) {
-			return
-		}
-		if time.Now().After(deadline) {
-			tr.t.Fatalf("%s: the runner did not stop the command within %v", m.name, generous)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Count(string(data), `msg="command stopped"`) >= len(runsOf(tr.t, m))
+	}, nil)
 }
 
 // awaitBeats waits until m has beaten n times under token.
 func (tr *trial) awaitBeats(m *member, token fence.Token, n int) {
 	tr.t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
+	eventually(tr.t, fmt.Sprintf("%s beat %d times under token %d", m.name, n, token), func() bool {
 		for _, r := range runsOf(tr.t, m) {
 			if r.token == token && r.beats >= n {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			tr.t.Fatalf("%s did not beat %d times under token %d within %v", m.name, n, token, generous)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	}, nil)
 }
 
 // stopReason returns the reason m's runner last logged for stopping the
@@ -475,34 +465,24 @@ func (tr *trial) checkRunnersRunning() {
 // for a moment after kill returns).
 func awaitPaused(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
+	eventually(t, fmt.Sprintf("process %d stopped after SIGSTOP", pid), func() bool {
 		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
 		if err != nil || len(tasks) == 0 {
 			t.Fatalf("process %d: no threads in /proc (%v)", pid, err)
 		}
-		stopped := true
 		for _, task := range tasks {
 			data, err := os.ReadFile(task)
 			if err != nil {
-				stopped = false // a thread that just exited; look again
-				break
+				return false // a thread that just exited; look again
 			}
 			// The state follows the command name, which is in parentheses.
 			_, after, _ := strings.Cut(string(data), ") ")
 			if state := strings.Fields(after); len(state) == 0 || (state[0] != "T" && state[0] != "t") {
-				stopped = false
-				break
+				return false
 			}
 		}
-		if stopped {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d not stopped %v after SIGSTOP", pid, generous)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return true
+	}, nil)
 }
 
 // release asks m's sidecar to give up leadership (POST /v1/release).

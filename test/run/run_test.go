@@ -168,13 +168,8 @@ func TestExitStatusEndToEnd(t *testing.T) {
 		beats := filepath.Join(dir, tc.name+".beats")
 		r := startRunner(t, inst.APIURL, filepath.Join(dir, tc.name+".log"), append(tc.env, "BEAT_FILE="+beats), beater)
 		m := &member{name: tc.name, beats: beats}
-		deadline := time.Now().Add(generous)
-		for len(runsOf(t, m)) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the command never ran; log:\n%s", tc.name, kubetest.LogTail(r.log, 10))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		eventually(t, tc.name+": the command ran", func() bool { return len(runsOf(t, m)) > 0 },
+			func() string { return "log:\n" + kubetest.LogTail(r.log, 10) })
 		sent := time.Now()
 		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)

@@ -65,3 +65,17 @@ func isModuleRoot(goMod string) bool {
 	}
 	return false
 }
+
+// Kubectl is the path of the kubectl built beside kube-apiserver (make
+// kubectl-bin), in the folder the apiserver is found in.
+func Kubectl() (string, error) {
+	dir, err := assetsDir("")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubectl")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("kubetest: kubectl not found in %s (run `make kubectl-bin`): %w", dir, err)
+	}
+	return path, nil
+}
