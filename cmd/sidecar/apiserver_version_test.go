@@ -3,12 +3,11 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
-	"github.com/leasehold/leasehold/internal/testing/poll"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
@@ -23,10 +22,10 @@ func TestStartReportsTheAPIServerVersion(t *testing.T) {
 	}
 	in, _ := startLeader(t, newFleet(t), "a")
 	var st api.Status
-	poll.Until(t, generous, 20*time.Millisecond, "apiserverVersion in the status", func() bool {
+	eventually(t, "apiserverVersion in the status", func() bool {
 		st, err = in.Status(t.Context())
 		return err == nil && st.ApiserverVersion != nil
-	})
+	}, func() string { return fmt.Sprintf("status %+v, err %v", st, err) })
 	if got := *st.ApiserverVersion; got != (api.ApiserverVersion{GitVersion: want.GitVersion, ResourceVersionsComparable: true, NativeSidecars: true}) {
 		t.Errorf("status apiserverVersion %+v, want %s, comparable resourceVersions and native sidecars", got, want.GitVersion)
 	}

@@ -7,10 +7,8 @@ import (
 	"os"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/leasehold/leasehold/internal/testing/fleet"
-	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // duplicateKeys returns the keys that one JSON log line carries more than
@@ -39,6 +37,13 @@ func duplicateKeys(line []byte) ([]string, error) {
 		}
 	}
 	return dups, nil
+}
+
+// leasesOf describes what in answers on GET /v1/leases, for a failure's
+// report.
+func leasesOf(t *testing.T, in *fleet.Instance) string {
+	l, err := in.Leases(t.Context())
+	return fmt.Sprintf("%s: %+v (err %v)", in.Name, l, err)
 }
 
 // logOf returns in's log as written so far.
@@ -73,16 +78,16 @@ func TestGroupLogLinesCarryEachKeyOnce(t *testing.T) {
 		}
 	}
 	for _, in := range []*fleet.Instance{a, b, c} {
-		poll.Until(t, generous, 20*time.Millisecond, in.Name+" leading one shard", leadsAll(in, 1))
+		eventually(t, in.Name+" leading one shard", leadsAll(in, 1), func() string { return leasesOf(t, in) })
 	}
 	terminate(t, a)
 	if err := c.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-c.Exited()
-	poll.Until(t, generous, 20*time.Millisecond, "b leading all three shards and collecting c's member Lease", func() bool {
+	eventually(t, "b leading all three shards and collecting c's member Lease", func() bool {
 		return leadsAll(b, 3)() && bytes.Contains(logOf(t, b), []byte("deleted the member Lease of a departed member"))
-	})
+	}, func() string { return leasesOf(t, b) })
 	stopGracefully(t, b)
 
 	for _, in := range []*fleet.Instance{a, b, c} {
