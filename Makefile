@@ -18,20 +18,24 @@ HELM_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "helm.sh/helm/
 HELM_BIN     := $(CURDIR)/.cache/helm/$(HELM_VERSION)/helm
 export LEASEHOLD_HELM := $(HELM_BIN)
 
-# Release engineering (issue 14). VERSION is `git describe --tags --always
-# --dirty`: v1.2.3 at a release tag, v1.2.3-4-gabc1234-dirty after one. The
-# binary (-X main.version) and the image's version label carry it as is; the
-# image tag and the chart's appVersion drop the leading v (1.2.3, as in
-# GoReleaser's .Version); the chart's version is that SemVer, or
-# 0.0.0-g<commit> before the first tag.
+# Release engineering (issue 14). VERSION is the one version of a build:
+# `git describe --tags --always --dirty`, v1.2.3 at a release tag,
+# v1.2.3-4-gabc1234-dirty after one, and v0.0.0-g<commit>[-dirty] before the
+# first tag (git describe then names only the commit; given on the command
+# line, such a value is completed the same way). The binary (-X
+# main.version), GoReleaser's binaries and the image's version label carry
+# it as is; the image tag, the archives' names and the chart's version and
+# appVersion drop the leading v (1.2.3, a SemVer, as in GoReleaser's
+# .Version). test/release checks that one build stamps nothing else.
 ifndef VERSION
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 endif
+override VERSION := $(if $(filter v%,$(VERSION)),$(VERSION),v0.0.0-g$(VERSION))
 ifndef REVISION
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 endif
 IMAGE_TAG     := $(patsubst v%,%,$(VERSION))
-CHART_VERSION  = $(if $(shell echo '$(IMAGE_TAG)' | grep -E '^[0-9]+\.[0-9]+\.[0-9]+'),$(IMAGE_TAG),0.0.0-g$(IMAGE_TAG))
+CHART_VERSION := $(IMAGE_TAG)
 
 # The release build flags: their one definition is BUILD_FLAGS_FILE, which the
 # Dockerfile, .goreleaser.yaml and internal/testing/fleet (the binary the tests run)
@@ -57,7 +61,7 @@ GORELEASER_ENV  = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_C
 GO_MODULES := . bench $(patsubst %/go.mod,%,$(wildcard hack/*/go.mod))
 
 .DEFAULT_GOAL := help
-.PHONY: help build lint staticcheck-bin goreleaser-bin release-check release-snapshot chart
+.PHONY: help build lint staticcheck-bin goreleaser-bin release-check release-snapshot release-notes release chart
 
 # promtool (Prometheus' rule checker and unit-test runner, for the chart's
 # alerts) is built from the Go module proxy in its own tools module
@@ -339,8 +343,8 @@ release-check: goreleaser-bin
 ## archives, an SPDX SBOM of each archive and checksums in dist/), each binary checked, the chart packaged (make chart), the image
 ## built (make image) and an SPDX SBOM of each of its platforms written (dist/image/leasehold-<tag>-linux-<arch>.spdx.json), all by syft.
 release-snapshot: release-check syft-bin
-	PATH=$(dir $(SYFT_BIN)):$$PATH $(GORELEASER_ENV) $(GORELEASER_BIN) release --snapshot --clean --skip=publish
-	@version=$$(git describe --tags --always --dirty) && for bin in dist/leasehold_linux_*/leasehold; do \
+	PATH=$(dir $(SYFT_BIN)):$$PATH LEASEHOLD_VERSION=$(VERSION) $(GORELEASER_ENV) $(GORELEASER_BIN) release --snapshot --clean --skip=publish
+	@version=$(VERSION) && for bin in dist/leasehold_linux_*/leasehold; do \
 		info=$$(go version -m $$bin) || exit 1; \
 		if ! grep -q 'CGO_ENABLED=0' <<<"$$info" || ! grep -q -- '-trimpath=true' <<<"$$info" || ! grep -qaF -- "$$version" $$bin; then \
 			echo "$$bin: want CGO_ENABLED=0, -trimpath and the version $$version"; echo "$$info"; exit 1; \
@@ -352,6 +356,24 @@ release-snapshot: release-check syft-bin
 	@$(MAKE) --no-print-directory image
 	@$(MAKE) --no-print-directory image-sboms
 	@for sbom in dist/*.spdx.json; do grep -q '"name": *"github.com/leasehold/leasehold"' $$sbom || { echo "$$sbom does not list leasehold's module"; exit 1; }; done
+
+## release-notes: print the section of CHANGELOG.md for VERSION (without its heading): the release's notes on GitHub.
+# The section's body, from CHANGELOG.md: between its heading and the next
+# section or the links; it fails when there is no such section.
+release_notes = awk -v want='\#\# [$(IMAGE_TAG)]' 'index($$0, want) == 1 {f = 1; found = 1; next} /^\#\# \[/ || /^\[[^]]+\]: / {f = 0} \
+	f {line[++n] = $$0; if ($$0 != "") {last = n; if (!first) first = n}} \
+	END {if (!found) {print "CHANGELOG.md has no section \#\# [$(IMAGE_TAG)]" > "/dev/stderr"; exit 1} for (i = first; i <= last; i++) print line[i]}' CHANGELOG.md
+release-notes:
+	@$(release_notes)
+
+## release: publish the release at its tag vX.Y.Z (HEAD, clean), with GITHUB_TOKEN set: goreleaser release (the archives, SBOMs and
+## checksums on a GitHub release whose notes are make release-notes'); then push the image and the chart (README, "Releasing").
+RELEASE_NOTES := $(CURDIR)/.cache/release-notes-$(VERSION).md
+release: release-check syft-bin
+	@tag=$$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null) && [ "$$tag" = '$(VERSION)' ] || \
+		{ echo "make release: HEAD is not at a release tag, or is dirty (VERSION $(VERSION))"; exit 1; }
+	@mkdir -p $(dir $(RELEASE_NOTES)) && $(release_notes) > $(RELEASE_NOTES)
+	PATH=$(dir $(SYFT_BIN)):$$PATH LEASEHOLD_VERSION=$(VERSION) $(GORELEASER_BIN) release --clean --release-notes $(RELEASE_NOTES)
 
 ## image-sboms: an SPDX SBOM of each platform of make image's image, by syft (make release-snapshot runs it after make image).
 IMAGE_SBOMS := $(foreach a,$(IMAGE_ARCHES),$(IMAGE_DIR)/leasehold-$(IMAGE_TAG)-linux-$(a).spdx.json)

@@ -120,7 +120,7 @@ func TestTroubleshootingQuotesTheConfigErrors(t *testing.T) {
 func TestDocsLinksResolve(t *testing.T) {
 	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	for _, doc := range []string{"README.md", "docs/cli.md", "docs/troubleshooting.md", "docs/compatibility.md",
-		"docs/migration.md", "docs/using.md", "examples/README.md", "charts/leasehold/README.md"} {
+		"docs/migration.md", "docs/using.md", "examples/README.md", "charts/leasehold/README.md", "CONTRIBUTING.md", "SECURITY.md"} {
 		path := filepath.Join("..", "..", doc)
 		text, err := os.ReadFile(path)
 		if err != nil {

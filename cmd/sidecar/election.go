@@ -55,7 +55,7 @@ func newElection(cfg config.Config, leases *kubeclient.LeaseClient, clk clock.Wi
 	}
 	gc := cfg.GroupConfig()
 	gc.Client, gc.Clock, gc.Registerer, gc.StartedAt = leases, clk, reg, clk.Now()
-	gc.Logger = log.With("group", gc.Name)
+	gc.Logger = log // the group adds its name to each line
 	gc.LeaseLabeled = !cfg.Grouped()
 	g, err := group.New(gc)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	kubeversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/leasehold/leasehold/internal/kubeclient"
 	"github.com/leasehold/leasehold/internal/podlabel"
 	"github.com/leasehold/leasehold/internal/proxy"
+	"github.com/leasehold/leasehold/internal/serverversion"
 )
 
 // httpShutdownTimeout bounds the servers' stop, from the moment blocking
@@ -28,6 +30,9 @@ import (
 // it), then the time open requests may take to finish. A connection still
 // open at its end is closed, and the stop is still a clean one (exit 0).
 const httpShutdownTimeout = 2 * time.Second
+
+// serverVersionTimeout bounds the read of the apiserver's version at start.
+const serverVersionTimeout = 5 * time.Second
 
 // proxyQuiet is how long the forwarding proxy of a stopping sidecar must
 // have received no request from another proxy before it closes: its
@@ -82,6 +87,7 @@ type sidecar struct {
 	log      *slog.Logger
 	clock    clock.WithTicker
 	election *election
+	version  *serverversion.Checker
 	prober   *apphealth.Prober     // nil without health-gated candidacy
 	ranker   *apphealth.RankProber // nil without data-aware failover
 	labeler  *podlabel.Labeler     // nil without the leader label
@@ -125,14 +131,19 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
 	}
+	readVersion := func(ctx context.Context) (kubeversion.Info, error) { return kubeclient.ServerVersion(ctx, d.rest) }
+	if s.version, err = serverversion.NewChecker(readVersion, serverVersionTimeout, d.log, leasehold); err != nil {
+		return nil, err
+	}
 	apiOptions := httpapi.Options{
-		LeaseDuration: cfg.LeaseDuration,
-		Registry:      d.registry,
-		Registerer:    leasehold,
-		Version:       currentVersion().Version,
-		Logger:        d.log,
-		Clock:         d.clock,
-		Advertises:    cfg.AdvertiseAddress != "",
+		LeaseDuration:    cfg.LeaseDuration,
+		Registry:         d.registry,
+		Registerer:       leasehold,
+		Version:          currentVersion().Version,
+		Logger:           d.log,
+		Clock:            d.clock,
+		Advertises:       cfg.AdvertiseAddress != "",
+		ApiserverVersion: s.version,
 
 		MaxBlockingRequests: cfg.MaxBlockingRequests,
 	}
@@ -200,12 +211,19 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 // proxyQuiet (its followers forward to the new leader), at most
 // proxyLingerTimeout, before it closes its listener. Run closes the
 // listeners; call it once.
+//
+// Beside the election, Run reads the apiserver's version once
+// (serverversion.Checker: logged, in every status and in the metrics); the
+// election does not wait for it, and a read still under way when the
+// shutdown begins is cut short.
 func (s *sidecar) Run(ctx context.Context) error {
 	type job struct {
 		name string
 		run  func(context.Context) error
 	}
-	jobs := []job{{"election", s.election.run}}
+	// The apiserver's version is read once, beside the election, which
+	// does not wait for it.
+	jobs := []job{{"election", s.election.run}, {"apiserver version", s.version.Run}}
 	if s.prober != nil {
 		jobs = append(jobs, job{"app health", s.prober.Run})
 	}
@@ -256,6 +274,7 @@ func (s *sidecar) Run(ctx context.Context) error {
 		}
 	}
 	s.api.BeginShutdown()
+	tasks["apiserver version"].stop()
 	step(stepReadiness)
 	tasks["app health"].stop()
 	tasks["app rank"].stop()

@@ -59,7 +59,10 @@ type Config struct {
 	Client LeaseClient
 	// Clock is the time source; nil means the real clock.
 	Clock clock.WithTicker
-	// Logger receives log lines; nil discards them.
+	// Logger receives log lines; nil discards them. The group adds its
+	// own key to every line, group=Name (and each election its lease and
+	// identity): a Logger that already carries one of them would log it
+	// twice.
 	Logger *slog.Logger
 	// Registerer receives the group's metrics and, wrapped with a lease
 	// label per Lease, each election's; nil registers none.

@@ -87,6 +87,7 @@ func New(cfg Config) (*Group, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
+	g.log = g.log.With("group", cfg.Name)
 	if cfg.Candidate {
 		m, err := member.New(cfg.memberConfig())
 		if err != nil {

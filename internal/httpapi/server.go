@@ -77,6 +77,7 @@ import (
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/group"
+	"github.com/leasehold/leasehold/internal/serverversion"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
@@ -158,6 +159,9 @@ type Options struct {
 	// AppHealth, when not nil, is reported in every status (health-gated
 	// candidacy; *apphealth.Prober satisfies it).
 	AppHealth AppHealthSource
+	// ApiserverVersion, when not nil, is reported in every status once it knows
+	// the apiserver's version (*serverversion.Checker satisfies it).
+	ApiserverVersion ApiserverVersionSource
 	// Rank, when not nil, is reported in every status of the one Lease
 	// (data-aware failover; group.Group.Rank of it).
 	Rank func() group.RankStatus
@@ -178,6 +182,12 @@ type Options struct {
 // AppHealthSource reports the app's health as last probed.
 type AppHealthSource interface {
 	Status() apphealth.Status
+}
+
+// ApiserverVersionSource reports the apiserver's version as read at start, and
+// whether it is known.
+type ApiserverVersionSource interface {
+	Assessment() (serverversion.Assessment, bool)
 }
 
 // Wait limits of the blocking endpoints, and the stay-out limit of
@@ -204,14 +214,15 @@ type Server struct {
 	byName    map[string]Election // elections by Lease name
 	names     []string            // the Lease names, in configured order
 
-	appHealth     AppHealthSource                       // nil when health-gated candidacy is off
-	rank          func() group.RankStatus               // nil when data-aware failover is off
-	serverClock   func() (clockskew.ServerOffset, bool) // nil: not reported
-	advertises    bool                                  // statuses carry leaderAddress (Options.Advertises)
-	clock         clock.PassiveClock
-	leaseDuration time.Duration
-	log           *slog.Logger
-	started       time.Time // liveness is measured from here until the first Heartbeat
+	appHealth        AppHealthSource                       // nil when health-gated candidacy is off
+	apiserverVersion ApiserverVersionSource                // nil: statuses carry no apiserverVersion
+	rank             func() group.RankStatus               // nil when data-aware failover is off
+	serverClock      func() (clockskew.ServerOffset, bool) // nil: not reported
+	advertises       bool                                  // statuses carry leaderAddress (Options.Advertises)
+	clock            clock.PassiveClock
+	leaseDuration    time.Duration
+	log              *slog.Logger
+	started          time.Time // liveness is measured from here until the first Heartbeat
 
 	heartbeat time.Duration // SSE heartbeat interval; tests shorten it
 
@@ -246,16 +257,17 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("httpapi: MaxBlockingRequests must not be negative")
 	}
 	s := &Server{
-		appHealth:     opts.AppHealth,
-		rank:          opts.Rank,
-		serverClock:   opts.ServerClock,
-		advertises:    opts.Advertises,
-		clock:         opts.Clock,
-		leaseDuration: opts.LeaseDuration,
-		log:           opts.Logger,
-		heartbeat:     defaultHeartbeat,
-		shutdown:      make(chan struct{}),
-		ended:         make(chan struct{}),
+		appHealth:        opts.AppHealth,
+		apiserverVersion: opts.ApiserverVersion,
+		rank:             opts.Rank,
+		serverClock:      opts.ServerClock,
+		advertises:       opts.Advertises,
+		clock:            opts.Clock,
+		leaseDuration:    opts.LeaseDuration,
+		log:              opts.Logger,
+		heartbeat:        defaultHeartbeat,
+		shutdown:         make(chan struct{}),
+		ended:            make(chan struct{}),
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}

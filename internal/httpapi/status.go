@@ -70,6 +70,12 @@ func (s *Server) statusAt(snap *elect.Snapshot, now time.Time) Status {
 			st.Rank.BestCandidate = &r.Best
 		}
 	}
+	if s.apiserverVersion != nil {
+		if a, ok := s.apiserverVersion.Assessment(); ok {
+			st.ApiserverVersion = &api.ApiserverVersion{GitVersion: a.GitVersion,
+				ResourceVersionsComparable: a.ResourceVersionsComparable, NativeSidecars: a.NativeSidecars}
+		}
+	}
 	st.HolderClock = holderClockOf(snap.HolderClock)
 	if s.serverClock != nil {
 		if off, ok := s.serverClock(); ok {

@@ -118,6 +118,26 @@ type Status struct {
 	// ApiserverClock bounds the apiserver's clock against this instance's;
 	// nil (absent) before the first response that carried a Date header.
 	ApiserverClock *ApiserverClock `json:"apiserverClock,omitempty"`
+	// ApiserverVersion is the kube-apiserver's version as this sidecar read
+	// it at start; nil (absent) until it has, and for good when it could not.
+	ApiserverVersion *ApiserverVersion `json:"apiserverVersion,omitempty"`
+}
+
+// ApiserverVersion is the kube-apiserver's version, read once at start, and
+// what it means for leasehold (docs/compatibility.md).
+type ApiserverVersion struct {
+	// GitVersion is the version as the apiserver reports it ("v1.37.2").
+	GitVersion string `json:"gitVersion"`
+	// ResourceVersionsComparable is true from Kubernetes 1.35 (KEP-5504):
+	// the apiserver promises resourceVersions that only grow, so fencing
+	// tokens (each the Lease resourceVersion of the write that started its
+	// term) strictly increase. When false, leasehold logged a warning at
+	// start: tokens then increase only as long as the apiserver serves
+	// etcd's revisions as resourceVersions, which is not promised.
+	ResourceVersionsComparable bool `json:"resourceVersionsComparable"`
+	// NativeSidecars is true from Kubernetes 1.29: init containers with
+	// restartPolicy: Always, which the chart runs leasehold as.
+	NativeSidecars bool `json:"nativeSidecars"`
 }
 
 // ApiserverClock bounds the apiserver's wall clock minus this instance's,

@@ -112,18 +112,19 @@ func jsonFields(typ reflect.Type) map[string]jsonField {
 
 // wireTypes maps each object schema of the document to its Go type.
 var wireTypes = map[string]reflect.Type{
-	"Status":         reflect.TypeFor[api.Status](),
-	"AppHealth":      reflect.TypeFor[api.AppHealth](),
-	"HolderClock":    reflect.TypeFor[api.HolderClock](),
-	"ApiserverClock": reflect.TypeFor[api.ApiserverClock](),
-	"Rank":           reflect.TypeFor[api.Rank](),
-	"Leases":         reflect.TypeFor[api.Leases](),
-	"Token":          reflect.TypeFor[api.Token](),
-	"Release":        reflect.TypeFor[api.Release](),
-	"Held":           reflect.TypeFor[api.Held](),
-	"Name":           reflect.TypeFor[api.Name](),
-	"Probe":          reflect.TypeFor[api.Probe](),
-	"Error":          reflect.TypeFor[api.Error](),
+	"Status":           reflect.TypeFor[api.Status](),
+	"AppHealth":        reflect.TypeFor[api.AppHealth](),
+	"HolderClock":      reflect.TypeFor[api.HolderClock](),
+	"ApiserverClock":   reflect.TypeFor[api.ApiserverClock](),
+	"ApiserverVersion": reflect.TypeFor[api.ApiserverVersion](),
+	"Rank":             reflect.TypeFor[api.Rank](),
+	"Leases":           reflect.TypeFor[api.Leases](),
+	"Token":            reflect.TypeFor[api.Token](),
+	"Release":          reflect.TypeFor[api.Release](),
+	"Held":             reflect.TypeFor[api.Held](),
+	"Name":             reflect.TypeFor[api.Name](),
+	"Probe":            reflect.TypeFor[api.Probe](),
+	"Error":            reflect.TypeFor[api.Error](),
 }
 
 // Every property of each schema is a JSON field of its Go type and vice

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -169,14 +170,15 @@ func TestMakeImageDatesTheImageAtTheCommit(t *testing.T) {
 }
 
 // make chart packages the chart with a SemVer version and the image tag as
-// appVersion (the default image tag), from any git describe output.
+// appVersion (the default image tag), from any git describe output: before
+// the first tag (a bare commit), v0.0.0-g<commit>.
 func TestMakeChartStampsTheVersion(t *testing.T) {
 	for version, want := range map[string][2]string{
 		"v1.2.3":                  {"1.2.3", "1.2.3"},
 		"v1.2.3-rc.1":             {"1.2.3-rc.1", "1.2.3-rc.1"},
 		"v1.2.3-4-gabcdef0-dirty": {"1.2.3-4-gabcdef0-dirty", "1.2.3-4-gabcdef0-dirty"},
-		"abcdef0":                 {"0.0.0-gabcdef0", "abcdef0"},
-		"0123456-dirty":           {"0.0.0-g0123456-dirty", "0123456-dirty"},
+		"abcdef0":                 {"0.0.0-gabcdef0", "0.0.0-gabcdef0"},
+		"0123456-dirty":           {"0.0.0-g0123456-dirty", "0.0.0-g0123456-dirty"},
 	} {
 		words := command(t, makeDryRun(t, "chart", "VERSION="+version), "helm")
 		line := strings.Join(words, " ")
@@ -211,6 +213,9 @@ type goreleaserConfig struct {
 		NameTemplate string `json:"name_template"`
 		Algorithm    string `json:"algorithm"`
 	} `json:"checksum"`
+	Snapshot struct {
+		VersionTemplate string `json:"version_template"`
+	} `json:"snapshot"`
 	SBOMs []struct {
 		Artifacts string   `json:"artifacts"`
 		Cmd       string   `json:"cmd"`
@@ -220,8 +225,9 @@ type goreleaserConfig struct {
 
 // goreleaserTemplate evaluates a GoReleaser template with the functions the
 // configuration uses, as GoReleaser defines them (internal/tmpl), and
-// .Summary, the output of git describe --tags --always --dirty.
-func goreleaserTemplate(t *testing.T, text, summary string) string {
+// .Summary, the output of git describe --tags --always --dirty, in the
+// environment env.
+func goreleaserTemplate(t *testing.T, text, summary string, env map[string]string) string {
 	t.Helper()
 	tmpl, err := template.New("goreleaser").Option("missingkey=error").Funcs(template.FuncMap{
 		"mustReadFile": func(path string) (string, error) {
@@ -241,9 +247,14 @@ func goreleaserTemplate(t *testing.T, text, summary string) string {
 			}
 			return strings.Join(lines, "\n"), nil
 		},
-		"trimprefix":   strings.TrimPrefix,
-		"replace":      strings.ReplaceAll,
-		"envOrDefault": func(name, def string) string { return def },
+		"trimprefix": strings.TrimPrefix,
+		"replace":    strings.ReplaceAll,
+		"envOrDefault": func(name, def string) string {
+			if v, ok := env[name]; ok && v != "" {
+				return v
+			}
+			return def
+		},
 	}).Parse(text)
 	if err != nil {
 		t.Fatalf("template %q: %v", text, err)
@@ -291,7 +302,7 @@ func TestGoReleaserBuildsWithTheReleaseFlags(t *testing.T) {
 		if !strings.Contains(e, buildflags.File) {
 			t.Errorf("build env %q: want it read from %s", e, buildflags.File)
 		}
-		name, value, _ := strings.Cut(goreleaserTemplate(t, e, summary), "=")
+		name, value, _ := strings.Cut(goreleaserTemplate(t, e, summary, nil), "=")
 		env[name] = value
 	}
 	if env["CGO_ENABLED"] != f.CGOEnabled {
@@ -305,7 +316,7 @@ func TestGoReleaserBuildsWithTheReleaseFlags(t *testing.T) {
 		t.Errorf("build ldflags %q: want them read from %s", b.Ldflags, buildflags.File)
 	}
 	for _, l := range b.Ldflags {
-		ldflags = append(ldflags, goreleaserTemplate(t, l, summary))
+		ldflags = append(ldflags, goreleaserTemplate(t, l, summary, nil))
 	}
 	if got, want := strings.Join(ldflags, " "), f.LDFlagsFor(summary); got != want {
 		t.Errorf("build ldflags %q, want %q (%s, the version of git describe)", got, want, buildflags.File)
@@ -322,7 +333,7 @@ func TestGoReleaserBuildsWithTheReleaseFlags(t *testing.T) {
 // The version git describe gives at a release tag vX.Y.Z is the one the
 // chart and the changelog name: Chart.yaml's version and appVersion are
 // X.Y.Z and CHANGELOG.md has a section for it. Between releases, Chart.yaml
-// names the next release.
+// names the next release, which CHANGELOG.md describes in a dated section.
 func TestReleaseTagMatchesChartAndChangelog(t *testing.T) {
 	var chart struct{ Version, AppVersion string }
 	data, err := os.ReadFile(filepath.Join(root, "charts", "leasehold", "Chart.yaml"))
@@ -341,6 +352,20 @@ func TestReleaseTagMatchesChartAndChangelog(t *testing.T) {
 	}
 	if !bytes.Contains(changelog, []byte("\n## [Unreleased]\n")) {
 		t.Errorf("CHANGELOG.md has no ## [Unreleased] section (Keep a Changelog)")
+	}
+	// Chart.yaml's version is always a release CHANGELOG.md describes, so
+	// that tagging it is the only step left (README, "Releasing").
+	heading := regexp.MustCompile(`(?m)^## \[` + regexp.QuoteMeta(chart.Version) + `\] - \d{4}-\d{2}-\d{2}$`)
+	if !heading.Match(changelog) {
+		t.Errorf("CHANGELOG.md has no ## [%s] - YYYY-MM-DD section for Chart.yaml's version", chart.Version)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^## \[([^\]]+)\]`).FindAllSubmatch(changelog, -1) {
+		if !bytes.Contains(changelog, []byte("\n["+string(m[1])+"]: https://")) {
+			t.Errorf("CHANGELOG.md: ## [%s] has no link ([%s]: https://…)", m[1], m[1])
+		}
+	}
+	if chart.AppVersion != chart.Version {
+		t.Errorf("Chart.yaml: appVersion %s, version %s: one release names both", chart.AppVersion, chart.Version)
 	}
 
 	cmd := exec.Command("git", "describe", "--tags", "--exact-match", "--match", "v[0-9]*")
@@ -448,5 +473,228 @@ func TestHelpListsEveryDocumentedTarget(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^  ` + name + ` `).Match(out) {
 			t.Errorf("make help does not list %s", name)
 		}
+	}
+}
+
+// One build stamps one version: make release-snapshot gives GoReleaser,
+// the binaries' check, the chart, the image and its SBOMs the version of
+// VERSION (the Makefile's, from git describe), with the v where a tag has
+// it (the binaries, the image's version label) and without it where a
+// SemVer goes (the archives, the chart's version and appVersion, the image
+// tag). Before the first tag, git describe names a bare commit, and the
+// version is v0.0.0-g<commit>.
+func TestOneBuildStampsOneVersion(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c goreleaserConfig
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	for describe, version := range map[string]string{
+		"v1.2.3":                  "v1.2.3",
+		"v1.2.3-rc.1":             "v1.2.3-rc.1",
+		"v1.2.3-4-gabcdef0-dirty": "v1.2.3-4-gabcdef0-dirty",
+		"abcdef0":                 "v0.0.0-gabcdef0",
+		"0123456-dirty":           "v0.0.0-g0123456-dirty",
+	} {
+		t.Run(describe, func(t *testing.T) {
+			semVersion := strings.TrimPrefix(version, "v")
+			if !semver.MatchString(semVersion) {
+				t.Fatalf("%s is not SemVer", semVersion)
+			}
+			lines := makeDryRun(t, "release-snapshot", "VERSION="+describe)
+			out := strings.Join(lines, "\n")
+
+			// GoReleaser: the version it is given, in the binaries and as
+			// the archives' version (a snapshot's .Version), whatever git
+			// describe says.
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "goreleaser release --snapshot") })
+			if i < 0 {
+				t.Fatalf("make release-snapshot runs no goreleaser release:\n%s", out)
+			}
+			gr := splitWords(lines[i])
+			env := map[string]string{}
+			for _, w := range gr {
+				name, value, ok := strings.Cut(w, "=")
+				if !ok {
+					break // the program: its environment ends
+				}
+				env[name] = value
+			}
+			if env["LEASEHOLD_VERSION"] != version {
+				t.Errorf("make release-snapshot runs %q: want LEASEHOLD_VERSION=%s", gr, version)
+			}
+			const otherSummary = "v9.9.9-1-g0000000"
+			var ldflags []string
+			for _, l := range c.Builds[0].Ldflags {
+				ldflags = append(ldflags, goreleaserTemplate(t, l, otherSummary, env))
+			}
+			if got := strings.Join(ldflags, " "); !strings.HasSuffix(got, " -X main.version="+version) {
+				t.Errorf("GoReleaser's ldflags %q: want -X main.version=%s", got, version)
+			}
+			if got := goreleaserTemplate(t, c.Snapshot.VersionTemplate, otherSummary, env); got != semVersion {
+				t.Errorf("GoReleaser's snapshot version %q, want %s (the archives' names)", got, semVersion)
+			}
+
+			for _, want := range []string{
+				"version=" + version + " && for bin in dist/leasehold_linux_*/leasehold", // each binary checked for it
+				"package charts/leasehold --version " + semVersion + " --app-version " + semVersion + " ",
+				"-X main.version=" + version + "' -o dist/image/bin/linux_amd64/leasehold",
+				"-X main.version=" + version + "' -o dist/image/bin/linux_arm64/leasehold",
+				" -tag " + semVersion + " -version " + version + " ",
+				"--output spdx-json=dist/image/leasehold-" + semVersion + "-linux-amd64.spdx.json",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("make release-snapshot VERSION=%s does not run %q:\n%s", describe, want, out)
+				}
+			}
+			for _, l := range lines {
+				for _, w := range strings.FieldsFunc(l, func(r rune) bool { return strings.ContainsRune(" ='\"", r) }) {
+					if describe != version && w == describe {
+						t.Errorf("make release-snapshot VERSION=%s stamps %s as is: %s", describe, describe, l)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Chart.yaml's image for Artifact Hub is the appVersion's, the image the
+// chart runs by default.
+func TestChartAnnotatesItsOwnImage(t *testing.T) {
+	var chart struct {
+		AppVersion  string            `json:"appVersion"`
+		Annotations map[string]string `json:"annotations"`
+	}
+	data, err := os.ReadFile(filepath.Join(root, "charts", "leasehold", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	var images []struct{ Name, Image string }
+	if err := yaml.Unmarshal([]byte(chart.Annotations["artifacthub.io/images"]), &images); err != nil {
+		t.Fatalf("artifacthub.io/images: %v", err)
+	}
+	if len(images) != 1 || images[0].Image != "ghcr.io/leasehold/leasehold:"+chart.AppVersion {
+		t.Errorf("artifacthub.io/images %+v, want ghcr.io/leasehold/leasehold:%s (the appVersion)", images, chart.AppVersion)
+	}
+}
+
+// The dependency-update configuration (.github/renovate.json) covers every
+// Go module of the repository, moves the Kubernetes modules together and
+// the Go toolchain together, and has the Kubernetes and toolchain groups
+// last, so that no other rule's group overrides them (Renovate applies
+// packageRules in order).
+func TestRenovateGroupsTheModulesThatMoveTogether(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, ".github", "renovate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		IgnorePaths  []string `json:"ignorePaths"`
+		PackageRules []struct {
+			MatchPackageNames []string `json:"matchPackageNames"`
+			MatchDepTypes     []string `json:"matchDepTypes"`
+			MatchFileNames    []string `json:"matchFileNames"`
+			Enabled           *bool    `json:"enabled"`
+			GroupName         string   `json:"groupName"`
+		} `json:"packageRules"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.IgnorePaths) != 0 {
+		t.Errorf("ignorePaths %q: every module is updated", c.IgnorePaths)
+	}
+	groups := map[string]int{}
+	files := map[string]bool{}
+	for i, r := range c.PackageRules {
+		if r.Enabled != nil && !*r.Enabled {
+			t.Errorf("rule %d (%s) disables updates", i, r.GroupName)
+		}
+		if slices.Contains(r.MatchPackageNames, "k8s.io/**") {
+			groups["kubernetes"] = i
+		}
+		if slices.Contains(r.MatchDepTypes, "golang") {
+			groups["toolchain"] = i
+		}
+		for _, f := range r.MatchFileNames {
+			files[f] = true
+		}
+	}
+	kube, ok1 := groups["kubernetes"]
+	toolchain, ok2 := groups["toolchain"]
+	if !ok1 || !ok2 {
+		t.Fatalf("rules %+v: want a group of k8s.io/** and one of the go directive (depType golang)", c.PackageRules)
+	}
+	for i, r := range c.PackageRules {
+		if i > kube && i != toolchain && r.GroupName != c.PackageRules[toolchain].GroupName && len(r.MatchPackageNames) == 0 && len(r.MatchDepTypes) == 0 {
+			t.Errorf("rule %d (%s) comes after the Kubernetes group and may override it", i, r.GroupName)
+		}
+	}
+	for _, f := range []string{"go.mod", "bench/go.mod", "hack/**"} {
+		if !files[f] {
+			t.Errorf("no rule for %s", f)
+		}
+	}
+	mods, err := filepath.Glob(filepath.Join(root, "hack", "*", "go.mod"))
+	if err != nil || len(mods) == 0 {
+		t.Fatalf("hack/*/go.mod: %v %v", mods, err)
+	}
+}
+
+// make release-notes prints the release's CHANGELOG.md section, without its
+// heading or the next section, and fails for a release it does not
+// describe; make release publishes with those notes, the pinned syft and
+// the version of the tag, only at the tag.
+func TestReleaseNotesAreTheChangelogSection(t *testing.T) {
+	var chart struct{ Version string }
+	data, err := os.ReadFile(filepath.Join(root, "charts", "leasehold", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	notes := func(version string) (string, error) {
+		cmd := exec.Command("make", "--no-print-directory", "-s", "release-notes", "VERSION="+version)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	out, err := notes("v" + chart.Version)
+	if err != nil {
+		t.Fatalf("make release-notes VERSION=v%s: %v", chart.Version, err)
+	}
+	if out == "" || strings.HasPrefix(out, "\n") || strings.HasSuffix(out, "\n\n") || strings.Contains(out, "\n## [") || strings.Contains(out, "]: https://") {
+		t.Errorf("make release-notes VERSION=v%s: want the section's body alone, got:\n%s", chart.Version, out)
+	}
+	if _, err := notes("v999.0.0"); err == nil {
+		t.Errorf("make release-notes VERSION=v999.0.0 succeeded; want a failure (no such section)")
+	}
+
+	notesFile := filepath.Join(root, ".cache", "release-notes-v"+chart.Version+".md")
+	_, statErr := os.Stat(notesFile)
+	lines := makeDryRun(t, "release", "VERSION=v"+chart.Version)
+	if _, err := os.Stat(notesFile); statErr != nil && err == nil {
+		t.Errorf("make -n release wrote %s: a dry run must write nothing", notesFile)
+	}
+	run := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"git describe --tags --exact-match --match 'v[0-9]*'",
+		"CHANGELOG.md > " + filepath.Join(root, ".cache", "release-notes-v"+chart.Version+".md"),
+		"LEASEHOLD_VERSION=v" + chart.Version + " ",
+		"goreleaser release --clean --release-notes " + filepath.Join(root, ".cache", "release-notes-v"+chart.Version+".md"),
+	} {
+		if !strings.Contains(run, want) {
+			t.Errorf("make release does not run %q:\n%s", want, run)
+		}
+	}
+	if i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "goreleaser release --clean") }); i >= 0 && !strings.HasPrefix(lines[i], "PATH="+filepath.Join(root, ".cache", "syft")+"/") {
+		t.Errorf("make release runs %q: want the pinned syft first on GoReleaser's PATH", lines[i])
 	}
 }

@@ -161,6 +161,25 @@ test come from here. It checks the values first (leasehold.validate).
 {{- end }}
 
 {{/*
+leasehold.celString: a string as a CEL string literal (for the admission
+policy of rbac.leaseWritePolicy). Lease and group names are DNS subdomains
+and label values: no quote or backslash to escape, but escape them anyway.
+*/}}
+{{- define "leasehold.celString" -}}
+'{{ . | replace "\\" "\\\\" | replace "'" "\\'" }}'
+{{- end }}
+
+{{/*
+leasehold.celStrings: a list of strings as the elements of a CEL list
+literal, comma-separated.
+*/}}
+{{- define "leasehold.celStrings" -}}
+{{- $out := list }}
+{{- range . }}{{ $out = append $out (include "leasehold.celString" .) }}{{ end }}
+{{- join ", " $out }}
+{{- end }}
+
+{{/*
 leasehold.validate renders nothing: it fails, with a message naming the
 values, on the combinations the sidecar refuses at start (it would exit 2)
 that values.schema.json cannot express: the lease group's, observer's,

@@ -1,0 +1,112 @@
+package chart_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/leasehold/leasehold/internal/config"
+)
+
+// timingVars are the sidecar's variables each chart value below sets.
+var timingVars = map[string]string{
+	"timings.leaseDuration": "LEASEHOLD_LEASE_DURATION",
+	"timings.renewDeadline": "LEASEHOLD_RENEW_DEADLINE",
+	"timings.retryPeriod":   "LEASEHOLD_RETRY_PERIOD",
+	"appHealth.url":         "LEASEHOLD_APP_HEALTH_URL",
+	"appHealth.timeout":     "LEASEHOLD_APP_HEALTH_TIMEOUT",
+	"appHealth.interval":    "LEASEHOLD_APP_HEALTH_INTERVAL",
+}
+
+// sidecarError is what the sidecar says at start (internal/config) of
+// the chart's defaults with values set as the chart sets their variables:
+// nil when it starts.
+func sidecarError(t *testing.T, values map[string]string) error {
+	t.Helper()
+	for _, v := range os.Environ() {
+		if name, _, _ := strings.Cut(v, "="); strings.HasPrefix(name, config.Prefix+"_") || name == "POD_NAME" || name == "POD_NAMESPACE" {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+	// The chart's defaults, which the sidecar's are too.
+	env := map[string]string{
+		"LEASEHOLD_LEASE_NAME": "orders", "LEASEHOLD_LEASE_NAMESPACE": "shop", "LEASEHOLD_IDENTITY": "orders-0",
+		"LEASEHOLD_LEASE_DURATION": "15s", "LEASEHOLD_RENEW_DEADLINE": "10s", "LEASEHOLD_RETRY_PERIOD": "2s",
+	}
+	if values["appHealth.url"] != "" {
+		env["LEASEHOLD_APP_HEALTH_TIMEOUT"], env["LEASEHOLD_APP_HEALTH_INTERVAL"] = "1s", "2s"
+	}
+	for value, v := range values {
+		if strings.HasPrefix(value, "appHealth.") && values["appHealth.url"] == "" {
+			continue // the chart sets the health variables only with the URL
+		}
+		env[timingVars[value]] = v
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	_, err := config.Loader{NamespaceFile: "/nonexistent/namespace"}.Load()
+	return err
+}
+
+// helm template refuses exactly the timings the sidecar refuses at start
+// (each relational rule of decide.Config and apphealth.Config, and the
+// single-value rules among them), with the sidecar's own message followed
+// by the values to change, and renders the ones it accepts, boundaries
+// included: the two are compared case by case, internal/config being the
+// reference.
+func TestRenderRefusesTheTimingsTheSidecarRefuses(t *testing.T) {
+	requireHelm(t)
+	for name, tc := range map[string]struct {
+		values map[string]string
+		hint   string // the values the chart's message names; "" when both accept
+	}{
+		"defaults": {nil, ""},
+		"renewDeadline below 1.2 × retryPeriod (the issue's)":  {map[string]string{"timings.renewDeadline": "1s"}, "(set timings.renewDeadline, timings.retryPeriod)"},
+		"renewDeadline exactly 1.2 × retryPeriod":              {map[string]string{"timings.renewDeadline": "2.4s"}, "(set timings.renewDeadline, timings.retryPeriod)"},
+		"renewDeadline just above 1.2 × retryPeriod":           {map[string]string{"timings.renewDeadline": "2401ms"}, ""},
+		"fractions shown as Go shows them":                     {map[string]string{"timings.renewDeadline": "1.5s", "timings.retryPeriod": "1.25s"}, "(set timings.renewDeadline, timings.retryPeriod)"},
+		"microseconds":                                         {map[string]string{"timings.renewDeadline": "1500us", "timings.retryPeriod": "1250µs"}, "(set timings.renewDeadline, timings.retryPeriod)"},
+		"renewDeadline zero":                                   {map[string]string{"timings.renewDeadline": "0s"}, "(set timings.renewDeadline, timings.retryPeriod)"},
+		"renewDeadline + retryPeriod equal to leaseDuration":   {map[string]string{"timings.renewDeadline": "13s"}, "(set timings.renewDeadline, timings.retryPeriod, timings.leaseDuration)"},
+		"renewDeadline + retryPeriod just below leaseDuration": {map[string]string{"timings.renewDeadline": "12999ms"}, ""},
+		"minutes shown as Go shows them":                       {map[string]string{"timings.leaseDuration": "1m30s", "timings.renewDeadline": "1m25s", "timings.retryPeriod": "5s"}, "(set timings.renewDeadline, timings.retryPeriod, timings.leaseDuration)"},
+		"hours":                                                {map[string]string{"timings.leaseDuration": "1h", "timings.renewDeadline": "59m", "timings.retryPeriod": "1m"}, "(set timings.renewDeadline, timings.retryPeriod, timings.leaseDuration)"},
+		"leaseDuration zero":                                   {map[string]string{"timings.leaseDuration": "0s"}, "(set timings.leaseDuration)"},
+		"retryPeriod zero":                                     {map[string]string{"timings.retryPeriod": "0s"}, "(set timings.retryPeriod)"},
+		"app health defaults":                                  {map[string]string{"appHealth.url": "http://127.0.0.1:8080/healthz"}, ""},
+		"health timeout beyond the interval":                   {map[string]string{"appHealth.url": "http://127.0.0.1:8080/healthz", "appHealth.timeout": "3s"}, "(set appHealth.timeout, appHealth.interval)"},
+		"health timeout equal to the interval":                 {map[string]string{"appHealth.url": "http://127.0.0.1:8080/healthz", "appHealth.timeout": "2s"}, ""},
+		"health timeout zero":                                  {map[string]string{"appHealth.url": "http://127.0.0.1:8080/healthz", "appHealth.timeout": "0s"}, "(set appHealth.timeout)"},
+		"health interval zero":                                 {map[string]string{"appHealth.url": "http://127.0.0.1:8080/healthz", "appHealth.timeout": "0s", "appHealth.interval": "0s"}, "(set appHealth.timeout)"},
+		"health timings without a URL":                         {map[string]string{"appHealth.timeout": "3s"}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"template", "orders", chartDir, "--namespace", "shop"}
+			for k, v := range tc.values {
+				args = append(args, "--set-string", k+"="+v)
+			}
+			want := sidecarError(t, tc.values)
+			_, err := helm(t, args...)
+			switch {
+			case want == nil && err == nil:
+				if tc.hint != "" {
+					t.Errorf("both accept %v, want a refusal naming %s", tc.values, tc.hint)
+				}
+			case want == nil:
+				t.Errorf("helm template refuses %v, which the sidecar accepts:\n%v", tc.values, err)
+			case err == nil:
+				t.Errorf("helm template renders %v, which the sidecar refuses: %v", tc.values, want)
+			default:
+				if _, ok := errors.AsType[*config.Error](want); !ok {
+					t.Fatalf("the sidecar's error %v is not a configuration error", want)
+				}
+				if !strings.Contains(err.Error(), want.Error()+" "+tc.hint) {
+					t.Errorf("helm template's error does not carry the sidecar's message %q and then %q:\n%v", want, tc.hint, err)
+				}
+			}
+		})
+	}
+}
