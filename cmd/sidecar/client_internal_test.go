@@ -461,7 +461,7 @@ func TestStatusShowsRank(t *testing.T) {
 // A follower's status shows the holder's clock: the offset interval, the
 // rate interval and its verdict against the limit; before the rate is
 // bounded, says so.
-func TestStatusShowsHolderClock(t *testing.T) {
+func TestStatusShowsTheClocksAndTheApiserver(t *testing.T) {
 	st := following
 	lower, upper := 1.3112, 1.3190
 	st.HolderClock = &api.HolderClock{Holder: "pod-a_x1", Renewals: 40, SpanMs: 19500, ObservedAt: "2026-07-01T11:59:59Z",
@@ -492,7 +492,22 @@ func TestStatusShowsHolderClock(t *testing.T) {
 	st.ApiserverClock = &api.ApiserverClock{OffsetLowerMs: -415, OffsetUpperMs: 26, Responses: 20, ObservedAt: "2026-07-01T11:59:59Z"}
 	f = newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, st) })
 	r = invoke(t, nil, "status", "--addr", f.addr())
-	if want := "\napiserver clock  -415ms to +26ms (the apiserver's clock minus this one's, from 20 responses, newest 2026-07-01T11:59:59Z ("; !strings.Contains(r.stdout, want) {
+	if want := "\nserver clock   -415ms to +26ms (the apiserver's clock minus this one's, from 20 responses, newest 2026-07-01T11:59:59Z ("; !strings.Contains(r.stdout, want) {
 		t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+	}
+	for _, tc := range []struct {
+		v    api.ApiserverVersion
+		want string
+	}{
+		{api.ApiserverVersion{GitVersion: "v1.37.2", ResourceVersionsComparable: true, NativeSidecars: true},
+			"\napiserver      v1.37.2, resourceVersions comparable: fencing tokens strictly increase\n"},
+		{api.ApiserverVersion{GitVersion: "v1.34.1", NativeSidecars: true},
+			"\napiserver      v1.34.1, resourceVersions not promised comparable (before 1.35): see docs/compatibility.md\n"},
+	} {
+		st.ApiserverVersion = &tc.v
+		f = newFakeSidecar(t, func(w http.ResponseWriter, r *http.Request) { reply(w, 200, st) })
+		if r = invoke(t, nil, "status", "--addr", f.addr()); !strings.Contains(r.stdout, tc.want) {
+			t.Errorf("status output lacks %q:\n%s", tc.want, r.stdout)
+		}
 	}
 }

@@ -127,8 +127,15 @@ func printStatus(w io.Writer, st api.Status, now time.Time) {
 	if c := st.HolderClock; c != nil {
 		printHolderClock(row, c, now)
 	}
+	if v := st.ApiserverVersion; v != nil {
+		tokens := "resourceVersions comparable: fencing tokens strictly increase"
+		if !v.ResourceVersionsComparable {
+			tokens = "resourceVersions not promised comparable (before 1.35): see docs/compatibility.md"
+		}
+		row("apiserver", v.GitVersion+", "+tokens)
+	}
 	if c := st.ApiserverClock; c != nil {
-		row("apiserver clock", fmt.Sprintf("%+dms to %+dms (the apiserver's clock minus this one's, from %d responses, newest %s)",
+		row("server clock", fmt.Sprintf("%+dms to %+dms (the apiserver's clock minus this one's, from %d responses, newest %s)",
 			c.OffsetLowerMs, c.OffsetUpperMs, c.Responses, when(c.ObservedAt, now)))
 	}
 	row("index", strconv.FormatUint(st.Index, 10))
