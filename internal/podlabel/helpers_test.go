@@ -25,6 +25,7 @@ import (
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // Timings of the integration tests: short, and within the Elector's rules.
@@ -160,17 +161,11 @@ func (f *fixture) eventually(what string, cond func() string) {
 // are meant to take long.
 func (f *fixture) eventuallyWithin(timeout time.Duration, what string, cond func() string) {
 	f.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		problem := cond()
-		if problem == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("timed out waiting until %s: %s", what, problem)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var problem string
+	poll.UntilReport(f.t, timeout, 50*time.Millisecond, what, func() bool {
+		problem = cond()
+		return problem == ""
+	}, func() string { return problem })
 }
 
 // waitConverged waits until the Lease names a running candidate that leads

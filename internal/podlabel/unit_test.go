@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/rule"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // Narrow unit tests on a fake clock and a fake clientset: they prove the
@@ -147,7 +149,7 @@ func (e *unitEnv) stop() {
 			e.t.Errorf("Run: %v", err)
 		}
 		e.done <- nil
-	case <-time.After(10 * time.Second):
+	case <-time.After(generous):
 		e.t.Fatal("Run did not return after cancel")
 	}
 }
@@ -164,16 +166,14 @@ func (e *unitEnv) follow() { e.pub.Publish(elect.Snapshot{Identity: "a", Holder:
 // times, and returns the count and its timer.
 func (e *unitEnv) waitIdle(after int) (int, time.Time, bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if n, wake, armed := e.idle.get(); n > after {
-			return n, wake, armed
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("the loop never blocked again after %d times; actions %v", after, e.describe())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	var n int
+	var wake time.Time
+	var armed bool
+	poll.UntilReport(e.t, generous, time.Millisecond, fmt.Sprintf("the loop blocked again after %d times", after), func() bool {
+		n, wake, armed = e.idle.get()
+		return n > after
+	}, func() string { return "actions " + e.describe() })
+	return n, wake, armed
 }
 
 // act does something to the loop and waits until it has blocked again.
