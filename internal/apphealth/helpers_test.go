@@ -2,6 +2,7 @@ package apphealth
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // TestMain fails the package if any goroutine outlives the tests: every
@@ -135,20 +137,15 @@ func config(url string, timeout time.Duration, threshold int) Config {
 // waitChecks waits until n probes have completed and returns the Status.
 func (r *run) waitChecks(n uint64) Status {
 	r.t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
-		s := r.p.Status()
-		if s.Checks >= n {
-			if s.Checks > n {
-				r.t.Fatalf("%d probes completed, want %d", s.Checks, n)
-			}
-			return s
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("probe %d did not complete within %s (status %+v)", n, generous, s)
-		}
-		time.Sleep(time.Millisecond)
+	var s Status
+	poll.UntilReport(r.t, generous, time.Millisecond, fmt.Sprintf("probe %d completed", n), func() bool {
+		s = r.p.Status()
+		return s.Checks >= n
+	}, func() string { return fmt.Sprintf("status %+v", s) })
+	if s.Checks > n {
+		r.t.Fatalf("%d probes completed, want %d", s.Checks, n)
 	}
+	return s
 }
 
 // first waits for the probe Run makes at once.

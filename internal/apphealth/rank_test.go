@@ -76,7 +76,7 @@ func TestRankProberReportsEveryProbe(t *testing.T) {
 	}()
 	wait := func(want func(Rank) bool, what string) {
 		t.Helper()
-		poll.Until(t, 10*time.Second, 5*time.Millisecond, what, func() bool {
+		poll.Until(t, generous, 5*time.Millisecond, what, func() bool {
 			for {
 				select {
 				case r := <-got:
