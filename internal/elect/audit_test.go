@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // The tests in this file reproduce the holes of the safety audit (issue 11)
@@ -287,16 +288,12 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // generous (plus n backoffs of the longest kind), and returns the first n.
 func awaitTimes(t *testing.T, what string, n int, times func() []time.Time) []time.Time {
 	t.Helper()
-	deadline := time.Now().Add(generous + time.Duration(n)*leaseDuration)
-	for {
-		if at := times(); len(at) >= n {
-			return at[:n]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v; got %v", what, generous+time.Duration(n)*leaseDuration, len(times()))
-		}
-		time.Sleep(20 * time.Millisecond) // polling; the deadline decides
-	}
+	var at []time.Time
+	poll.UntilReport(t, generous+time.Duration(n)*leaseDuration, 20*time.Millisecond, what, func() bool {
+		at = times()
+		return len(at) >= n
+	}, func() string { return fmt.Sprintf("got %v", len(at)) })
+	return at[:n]
 }
 
 // gaps are the durations between consecutive times, rounded for logs.

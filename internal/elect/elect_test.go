@@ -1,6 +1,7 @@
 package elect_test
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // A missing Lease: the first candidate creates an empty record and, having
@@ -150,12 +152,9 @@ func TestRenewalIsOneUpdateAndWatchingCandidatesDoNotPoll(t *testing.T) {
 	// The leader's own watch can deliver its last write, and publish it,
 	// before that Update's answer is counted: wait for the count.
 	all := func() float64 { return a.requests.Count("update", "") - aUpdates }
-	for deadline := time.Now().Add(generous); all() < float64(landed) && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond) // sampling; the outcome is decided by the deadline
-	}
-	if float64(landed) > all() {
-		t.Errorf("leader sent %v updates (%v answered 200) while %v renewals landed", all(), ok(), landed)
-	}
+	poll.UntilReport(t, generous, 10*time.Millisecond, fmt.Sprintf("the leader's updates counted for the %v renewals landed", landed),
+		func() bool { return all() >= float64(landed) },
+		func() string { return fmt.Sprintf("leader sent %v updates (%v answered 200)", all(), ok()) })
 	if got := a.requests.Count("get", "") - aGets; got != 0 {
 		t.Errorf("leader made %v gets while renewing; want 0", got)
 	}
@@ -378,17 +377,12 @@ func TestTokensIncreaseAcrossEveryKindOfChange(t *testing.T) {
 
 func (f *fixture) waitLease(cond func(*coordinationv1.Lease) bool) *coordinationv1.Lease {
 	f.t.Helper()
-	deadline := time.Now().Add(generous)
-	for {
-		l := f.lease()
-		if cond(l) {
-			return l
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("lease never reached the expected state: %+v", l)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var l *coordinationv1.Lease
+	poll.UntilReport(f.t, generous, 20*time.Millisecond, "the Lease in the expected state", func() bool {
+		l = f.lease()
+		return cond(l)
+	}, func() string { return fmt.Sprintf("%+v", l) })
+	return l
 }
 
 func mustToken(t *testing.T, rv string) fence.Token {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/elect/decide"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // A narrow unit test on a fake clock (a fake clientset cannot prove the
@@ -62,7 +63,7 @@ func TestValidityEndsExactlyAtRenewDeadlineAfterLastSuccessfulWrite(t *testing.T
 // reaches without the fake clock moving.
 func waitSnapshot(t *testing.T, e *elect.Elector, cond func(*elect.Snapshot) bool) *elect.Snapshot {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(generous)
 	for {
 		s := e.Snapshot()
 		if cond(s) {
@@ -80,13 +81,7 @@ func waitSnapshot(t *testing.T, e *elect.Elector, cond func(*elect.Snapshot) boo
 // waitIdle waits until the loop is blocked on its timer again.
 func waitIdle(t *testing.T, c *clocktesting.FakeClock) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !c.HasWaiters() {
-		if time.Now().After(deadline) {
-			t.Fatal("the loop never waited on the clock")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, generous, time.Millisecond, "the loop waiting on the clock", c.HasWaiters)
 }
 
 // A renewal whose response arrives after validity ran out does not revive

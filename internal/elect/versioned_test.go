@@ -20,6 +20,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/elect/decide"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // versionedLeases is a fake clientset for narrow tests on a fake clock. Its
@@ -156,12 +157,11 @@ func runOnFake(t *testing.T, v *versionedLeases) *elect.Elector {
 func waitElector(t *testing.T, e *elect.Elector, what string, cond func(*elect.Snapshot) bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for !cond(e.Snapshot()) {
-		if time.Since(start) > generous {
-			t.Fatalf("timed out waiting until %s; snapshot %+v", what, *e.Snapshot())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var s *elect.Snapshot
+	poll.UntilReport(t, generous, 5*time.Millisecond, what, func() bool {
+		s = e.Snapshot()
+		return cond(s)
+	}, func() string { return fmt.Sprintf("snapshot %+v", *s) })
 	return time.Since(start)
 }
 
