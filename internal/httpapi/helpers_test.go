@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/leasehold/leasehold/internal/apphealth"
 	"github.com/leasehold/leasehold/internal/elect"
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // generous bounds real-time waits on a shared, noisy machine; it never
@@ -315,26 +317,20 @@ func receive(t *testing.T, ch <-chan result) result {
 // and in the Server's count.
 func (f *fixture) waitHolds(token fence.Token, n int) {
 	f.t.Helper()
-	deadline := time.Now().Add(generous)
-	for f.el.openHolds(token) != n || f.srv.holds.Load() != int64(n) {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("holds on %d = %d (server: %d), want %d", token, f.el.openHolds(token), f.srv.holds.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.UntilReport(f.t, generous, time.Millisecond, fmt.Sprintf("%d holds on %d", n, token), func() bool {
+		return f.el.openHolds(token) == n && f.srv.holds.Load() == int64(n)
+	}, func() string {
+		return fmt.Sprintf("holds on %d = %d (server: %d)", token, f.el.openHolds(token), f.srv.holds.Load())
+	})
 }
 
 // waitWatchers waits until n blocking requests are open, so that a test
 // changes the state only once its request is blocked.
 func (f *fixture) waitWatchers(n int64) {
 	f.t.Helper()
-	deadline := time.Now().Add(generous)
-	for f.srv.watchers.Load() != n {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("watchers = %d, want %d", f.srv.watchers.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.UntilReport(f.t, generous, time.Millisecond, fmt.Sprintf("%d watchers", n), func() bool {
+		return f.srv.watchers.Load() == n
+	}, func() string { return fmt.Sprintf("watchers = %d", f.srv.watchers.Load()) })
 }
 
 // num reads a JSON number field as an int64.
