@@ -649,15 +649,23 @@ func TestClientGoneCancelsUpstream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, in.url()+"/slow", nil)
 	c := newClient(t)
+	answered := make(chan error, 1)
 	go func() {
-		for len(app.requests()) == 0 {
-			time.Sleep(time.Millisecond)
+		res, err := c.Do(req)
+		if err == nil {
+			res.Body.Close()
 		}
-		cancel()
+		answered <- err
 	}()
-	if res, err := c.Do(req); err == nil {
-		res.Body.Close()
-		t.Fatal("the request was answered")
+	eventually(t, "the request to reach the app", func() bool { return len(app.requests()) > 0 })
+	cancel()
+	select {
+	case err := <-answered:
+		if err == nil {
+			t.Fatal("the request was answered")
+		}
+	case <-time.After(generous):
+		t.Fatal("the client's request did not end when its context was cancelled")
 	}
 	select {
 	case <-cancelled:
