@@ -94,7 +94,7 @@ func TestLeaderPodDeletionHandsOver(t *testing.T) {
 			t.Fatalf("deletion %d: %s not gone within a minute", i+1, lp.Name)
 		}
 		var release, successor leaseEvent
-		poll(t, 50*time.Millisecond, 10*time.Second, "a successor on the Lease", func() (bool, error) {
+		eventually(t, 50*time.Millisecond, 10*time.Second, "a successor on the Lease", func() (bool, error) {
 			release, successor = leaseEvent{}, leaseEvent{}
 			for _, e := range rec.since(t0) {
 				if release.at.IsZero() && e.holder != st.Identity {

@@ -96,7 +96,7 @@ func containerID(t *testing.T, p corev1.Pod, name string) string {
 func newLeader(t *testing.T, ns, sel, oldIdentity string, t0 time.Time, timeout time.Duration) (corev1.Pod, time.Duration) {
 	t.Helper()
 	var lp corev1.Pod
-	poll(t, 50*time.Millisecond, timeout, "a new leader", func() (bool, error) {
+	eventually(t, 50*time.Millisecond, timeout, "a new leader", func() (bool, error) {
 		for _, p := range pods(t, ns, sel) {
 			if st, err := status(t.Context(), p.Status.PodIP); err == nil && st.Leader && st.Identity != oldIdentity {
 				lp = p
@@ -137,7 +137,7 @@ func TestNodeFaults(t *testing.T) {
 	if took > bound {
 		t.Errorf("sidecar killed: a successor led after %s, want within %s", took, bound)
 	}
-	poll(t, 200*time.Millisecond, time.Minute, "the kubelet restarting the sidecar", func() (bool, error) {
+	eventually(t, 200*time.Millisecond, time.Minute, "the kubelet restarting the sidecar", func() (bool, error) {
 		p, err := clientset.CoreV1().Pods(ns).Get(t.Context(), lp.Name, metav1.GetOptions{})
 		return err == nil && p.Status.InitContainerStatuses[0].RestartCount >= 1 && ready(*p), err
 	})
@@ -148,7 +148,7 @@ func TestNodeFaults(t *testing.T) {
 	lp, st = leader(t, ps, 40*time.Second)
 	o = observe(t, ps)
 	ctr(t, "tasks", "kill", "-s", "SIGKILL", containerID(t, lp, "app"))
-	poll(t, 200*time.Millisecond, time.Minute, "the kubelet restarting the app", func() (bool, error) {
+	eventually(t, 200*time.Millisecond, time.Minute, "the kubelet restarting the app", func() (bool, error) {
 		p, err := clientset.CoreV1().Pods(ns).Get(t.Context(), lp.Name, metav1.GetOptions{})
 		return err == nil && p.Status.ContainerStatuses[0].RestartCount >= 1 && ready(*p), err
 	})
@@ -180,7 +180,7 @@ func TestNodeFaults(t *testing.T) {
 	t.Cleanup(heal)
 	t0 = time.Now()
 	var stepDown time.Duration
-	poll(t, 50*time.Millisecond, 2*bound, "the cut leader stepping down", func() (bool, error) {
+	eventually(t, 50*time.Millisecond, 2*bound, "the cut leader stepping down", func() (bool, error) {
 		s, err := status(t.Context(), lp.Status.PodIP)
 		stepDown = time.Since(t0)
 		return err == nil && !s.Leader, err
@@ -190,7 +190,7 @@ func TestNodeFaults(t *testing.T) {
 		t.Errorf("traffic cut: a successor led after %s, want within %s", took, bound)
 	}
 	heal()
-	poll(t, 200*time.Millisecond, time.Minute, "the healed pod following", func() (bool, error) {
+	eventually(t, 200*time.Millisecond, time.Minute, "the healed pod following", func() (bool, error) {
 		s, err := status(t.Context(), lp.Status.PodIP)
 		return err == nil && !s.Leader && s.Holder != "" && s.Holder != st.Identity, err
 	})

@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/leasehold/leasehold/internal/testing/poll"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
@@ -138,19 +139,17 @@ func kubeAssets() string { return os.Getenv("LEASEHOLD_KUBE_ASSETS") }
 // kubectlPath is the node's kubectl.
 func kubectlPath() string { return kubeAssets() + "/kubectl" }
 
-// poll calls cond every interval until it returns true, failing the test
-// after timeout with what.
-func poll(t *testing.T, interval, timeout time.Duration, what string, cond func() (bool, error)) {
+// eventually calls cond every interval until it returns true, failing the
+// test after timeout with what and the error of cond's last call (an error
+// does not end the wait).
+func eventually(t *testing.T, interval, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
 	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), interval, timeout, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
-	}
+	poll.UntilReport(t, timeout, interval, what, func() bool {
+		var ok bool
+		ok, last = cond()
+		return ok
+	}, func() string { return fmt.Sprintf("last error: %v", last) })
 }
 
 // pods lists the namespace's pods matching selector that are not being
@@ -209,7 +208,7 @@ func sidecar(p corev1.Pod, name string) bool {
 func waitReady(t *testing.T, ns, selector string, n int, timeout time.Duration) []corev1.Pod {
 	t.Helper()
 	var got []corev1.Pod
-	poll(t, 200*time.Millisecond, timeout, fmt.Sprintf("%d ready pods %s in %s", n, selector, ns), func() (bool, error) {
+	eventually(t, 200*time.Millisecond, timeout, fmt.Sprintf("%d ready pods %s in %s", n, selector, ns), func() (bool, error) {
 		got = pods(t, ns, selector)
 		if len(got) != n {
 			return false, fmt.Errorf("%d pods", len(got))
@@ -264,7 +263,7 @@ func leader(t *testing.T, ps []corev1.Pod, timeout time.Duration) (corev1.Pod, a
 	t.Helper()
 	var lp corev1.Pod
 	var lst api.Status
-	poll(t, 100*time.Millisecond, timeout, "exactly one leader", func() (bool, error) {
+	eventually(t, 100*time.Millisecond, timeout, "exactly one leader", func() (bool, error) {
 		n := 0
 		for _, p := range ps {
 			st, err := status(t.Context(), p.Status.PodIP)

@@ -60,7 +60,7 @@ func TestExampleNativeSidecar(t *testing.T) {
 	ns := apply(t, "ex-native", "rbac.yaml", "deployment-native-sidecar.yaml")
 	ps := waitReady(t, ns, exampleApp, 2, 2*time.Minute)
 	lp := leaseHolderIn(t, ns, ps)
-	poll(t, 500*time.Millisecond, 30*time.Second, "the leader's app writing with its token", func() (bool, error) {
+	eventually(t, 500*time.Millisecond, 30*time.Second, "the leader's app writing with its token", func() (bool, error) {
 		return strings.Contains(kubectl(t, "-n", ns, "logs", lp.Name, "-c", "app"), `my-app: leader, writing with {"fencingToken":`), nil
 	})
 }
@@ -85,7 +85,7 @@ func TestExamplePreStop(t *testing.T) {
 		}
 	}
 	var next int64
-	poll(t, 50*time.Millisecond, 20*time.Second, "the other pod leading", func() (bool, error) {
+	eventually(t, 50*time.Millisecond, 20*time.Second, "the other pod leading", func() (bool, error) {
 		s, err := status(t.Context(), other.Status.PodIP)
 		next = int64(s.FencingToken)
 		return s.Leader, err
@@ -137,7 +137,7 @@ func TestExampleRunMode(t *testing.T) {
 			other = p
 		}
 	}
-	poll(t, 500*time.Millisecond, 30*time.Second, "the command running on the leader with its token", func() (bool, error) {
+	eventually(t, 500*time.Millisecond, 30*time.Second, "the command running on the leader with its token", func() (bool, error) {
 		_, toks := runLines(t, ns, lp.Name)
 		return len(toks) > 0 && toks[len(toks)-1] == int64(st.FencingToken), fmt.Errorf("tokens %v", toks)
 	})
@@ -156,7 +156,7 @@ func TestExampleRunMode(t *testing.T) {
 	var nextTimes []time.Time
 	var nextTokens []int64
 	var next string
-	poll(t, 200*time.Millisecond, time.Minute, "the command running on another pod", func() (bool, error) {
+	eventually(t, 200*time.Millisecond, time.Minute, "the command running on another pod", func() (bool, error) {
 		if ts, _ := runLines(t, ns, lp.Name); len(ts) > 0 && ts[len(ts)-1].After(last) {
 			last = ts[len(ts)-1]
 		}
@@ -204,7 +204,7 @@ func TestLeaderServiceRoutesToTheLeader(t *testing.T) {
 	ns := apply(t, "ex-service", "rbac.yaml", "deployment-native-sidecar.yaml", "leader-service.yaml")
 	kubectl(t, "-n", ns, "set", "env", "deployment/my-app", "-c", "leasehold", "LEASEHOLD_POD_LABEL=leasehold.io/leader")
 	kubectl(t, "-n", ns, "rollout", "status", "deployment/my-app", "--timeout=3m")
-	poll(t, 200*time.Millisecond, time.Minute, "the old pods gone", func() (bool, error) {
+	eventually(t, 200*time.Millisecond, time.Minute, "the old pods gone", func() (bool, error) {
 		list, err := clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: exampleApp})
 		return err == nil && len(list.Items) == 2, err
 	})
@@ -233,7 +233,7 @@ func TestLeaderServiceRoutesToTheLeader(t *testing.T) {
 		return strings.TrimSpace(string(body)), err
 	}
 	lp := leaseHolderIn(t, ns, ps)
-	poll(t, 100*time.Millisecond, 30*time.Second, "the Service answering from the leader", func() (bool, error) {
+	eventually(t, 100*time.Millisecond, 30*time.Second, "the Service answering from the leader", func() (bool, error) {
 		who, err := ask()
 		return who == lp.Name, err
 	})

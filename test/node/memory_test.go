@@ -148,7 +148,7 @@ func TestMemoryBesideClientGo(t *testing.T) {
 	ps := waitReady(t, ns, sel, 1, 2*time.Minute)
 	pod := ps[0]
 	leader(t, ps, 40*time.Second)
-	poll(t, time.Second, time.Minute, "the baseline leading", func() (bool, error) {
+	eventually(t, time.Second, time.Minute, "the baseline leading", func() (bool, error) {
 		code, err := get(t.Context(), fmt.Sprintf("http://%s:5041/metrics", pod.Status.PodIP))
 		return code == http.StatusOK, err
 	})
@@ -156,7 +156,7 @@ func TestMemoryBesideClientGo(t *testing.T) {
 	idle := sampleWorkingSets(t, ns, pod.Name, 5, 4*time.Second)
 
 	kubectl(t, "-n", ns, "exec", pod.Name, "-c", "watchers", "--", "touch", "/tmp/go")
-	poll(t, 500*time.Millisecond, time.Minute, "1,000 watchers on leasehold", func() (bool, error) {
+	eventually(t, 500*time.Millisecond, time.Minute, "1,000 watchers on leasehold", func() (bool, error) {
 		return metric(t, pod.Status.PodIP, "leasehold_watchers") >= 1000, nil
 	})
 	time.Sleep(20 * time.Second)

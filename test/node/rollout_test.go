@@ -26,7 +26,7 @@ func rollouts(t *testing.T, n int, set ...string) (changes []int, toNew []bool, 
 		// rollout status returns once the new pods are available; the old
 		// ones may still be shutting down, and handing over: wait until
 		// they are gone, so that every pod left is of the new ReplicaSet.
-		poll(t, 200*time.Millisecond, 2*time.Minute, "the old pods gone", func() (bool, error) {
+		eventually(t, 200*time.Millisecond, 2*time.Minute, "the old pods gone", func() (bool, error) {
 			list, err := clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: sel})
 			return err == nil && len(list.Items) == 3, err
 		})
