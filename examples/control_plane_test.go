@@ -30,9 +30,6 @@ const (
 	// resync is how often the example's leader re-asserts its choice:
 	// short, so that the paused leader's next write comes soon.
 	resync = 200 * time.Millisecond
-	// generous bounds the waits for what the sidecars and the apiserver
-	// do in their own time (a takeover waits a lease duration out).
-	generous = 30 * time.Second
 )
 
 // TestControlPlane runs the control-plane example (control-plane/main.go)

@@ -27,6 +27,8 @@ import (
 
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
+	"github.com/leasehold/leasehold/pkg/api"
 )
 
 var (
@@ -51,6 +53,10 @@ const (
 	steadyWrites = 5
 	// exitBound is how long an example may take to exit after SIGTERM.
 	exitBound = 5 * time.Second
+	// generous bounds the waits for what the examples, the sidecars and
+	// the apiserver do in their own time (a takeover waits a lease
+	// duration out); it never decides an outcome.
+	generous = 30 * time.Second
 )
 
 // An example is one language's worker and how to start it.
@@ -141,7 +147,7 @@ func testExample(t *testing.T, ex example) {
 		t.Fatalf("leading with token 0: %+v", first.Status)
 	}
 	token1 := uint64(first.Status.FencingToken)
-	store.await(t, fmt.Sprintf("%d writes with token %d", steadyWrites, token1), 20*time.Second, func(ws []write) bool {
+	store.await(t, fmt.Sprintf("%d writes with token %d", steadyWrites, token1), func(ws []write) bool {
 		return countToken(ws, token1) >= steadyWrites
 	})
 	t.Logf("first write with token %d %v after start", token1, firstWith(store.writes(), token1).Sub(started).Round(time.Millisecond))
@@ -170,7 +176,7 @@ func testExample(t *testing.T, ex example) {
 	if t.Failed() {
 		return
 	}
-	store.await(t, fmt.Sprintf("%d writes with the new token %d", steadyWrites, token2), 20*time.Second, func(ws []write) bool {
+	store.await(t, fmt.Sprintf("%d writes with the new token %d", steadyWrites, token2), func(ws []write) bool {
 		return countToken(ws, token2) >= steadyWrites
 	})
 	ws := store.writes()
@@ -202,7 +208,7 @@ func testExample(t *testing.T, ex example) {
 		t.Errorf("sidecar index %d: want a start time in microseconds, to test the example with a large index", idx)
 	}
 	store.raiseFence(token2 + 1_000_000)
-	store.await(t, "a write refused with 409", 10*time.Second, func(ws []write) bool {
+	store.await(t, "a write refused with 409", func(ws []write) bool {
 		return firstRejected(ws) >= 0
 	})
 	noWriteAfter409 := func() {
@@ -274,7 +280,7 @@ func (tf termsInForce) check(t *testing.T, ws []write) {
 // awaitLeadership long-polls the sidecar until it leads.
 func awaitLeadership(t *testing.T, inst *fleet.Instance) fleet.Leadership {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), generous)
 	defer cancel()
 	l, err := fleet.AwaitLeadership(ctx, []*fleet.Instance{inst})
 	if err != nil {
@@ -286,17 +292,12 @@ func awaitLeadership(t *testing.T, inst *fleet.Instance) fleet.Leadership {
 // awaitStepDown polls the sidecar's status until it no longer leads.
 func awaitStepDown(t *testing.T, inst *fleet.Instance) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st, err := inst.Status(t.Context())
-		if err == nil && !st.Leader {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sidecar still leads 5s after the Lease was taken: %+v, %v", st, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var st api.Status
+	var err error
+	poll.UntilReport(t, 5*time.Second, 5*time.Millisecond, "the sidecar stepping down after the Lease was taken", func() bool {
+		st, err = inst.Status(t.Context())
+		return err == nil && !st.Leader
+	}, func() string { return fmt.Sprintf("%+v, %v", st, err) })
 }
 
 // awaitBlockedWatch polls the sidecar's leasehold_watchers gauge until one
@@ -304,18 +305,15 @@ func awaitStepDown(t *testing.T, inst *fleet.Instance) {
 // each poll (to fail at once on what the example must not do before).
 func awaitBlockedWatch(t *testing.T, inst *fleet.Instance, meanwhile func()) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var m fleet.Metrics
+	var err error
+	poll.UntilReport(t, generous, 10*time.Millisecond, "the example's watch blocked", func() bool {
 		meanwhile()
-		m, err := inst.Metrics(t.Context())
-		if err == nil && m.Sum("leasehold_watchers", nil) == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the example's watch never blocked (leasehold_watchers: %v, %v): does it send back the index it got?", m.Sum("leasehold_watchers", nil), err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		m, err = inst.Metrics(t.Context())
+		return err == nil && m.Sum("leasehold_watchers", nil) == 1
+	}, func() string {
+		return fmt.Sprintf("leasehold_watchers: %v, %v; does it send back the index it got?", m.Sum("leasehold_watchers", nil), err)
+	})
 }
 
 // takeLease makes "intruder" the holder, as admin, with a fresh renewTime,
@@ -472,16 +470,14 @@ func (s *store) writes() []write {
 	return append([]write(nil), s.log...)
 }
 
-// await polls the store's log until done holds, or fails after timeout.
-func (s *store) await(t *testing.T, what string, timeout time.Duration, done func([]write) bool) {
+// await polls the store's log until done holds, or fails after generous.
+func (s *store) await(t *testing.T, what string, done func([]write) bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !done(s.writes()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v (%d writes)", what, timeout, len(s.writes()))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var ws []write
+	poll.UntilReport(t, generous, 10*time.Millisecond, what, func() bool {
+		ws = s.writes()
+		return done(ws)
+	}, func() string { return fmt.Sprintf("%d writes", len(ws)) })
 }
 
 // signed formats d rounded to the millisecond, with its sign.

@@ -87,10 +87,10 @@ func testFencedConfigMap(t *testing.T, ex example) {
 
 	// 1. The example's writes land, stamped with the term's token.
 	var cm *corev1.ConfigMap
-	poll.Until(t, 30*time.Second, 10*time.Millisecond, "the example's fenced write", func() bool {
+	poll.UntilReport(t, generous, 10*time.Millisecond, "the example's fenced write", func() bool {
 		cm, err = configMaps.Get(ctx, fencedConfigMap, metav1.GetOptions{})
 		return err == nil
-	})
+	}, func() string { return err.Error() })
 	if got := cm.Annotations[fencepolicy.TokenAnnotation]; got != strconv.FormatUint(token, 10) {
 		t.Errorf("the ConfigMap carries token %q, want the term's %d", got, token)
 	}
@@ -98,7 +98,7 @@ func testFencedConfigMap(t *testing.T, ex example) {
 		t.Errorf("the ConfigMap: labels %v, data %v; want fenced by %s, written by %s", cm.Labels, cm.Data, leaseName, ex.name)
 	}
 	first := cm.Data["write"]
-	poll.Until(t, 10*time.Second, 10*time.Millisecond, "the example's next fenced writes", func() bool {
+	poll.Until(t, generous, 10*time.Millisecond, "the example's next fenced writes", func() bool {
 		cm, err = configMaps.Get(ctx, fencedConfigMap, metav1.GetOptions{})
 		return err == nil && cm.Data["write"] != first
 	})
@@ -173,7 +173,7 @@ func installFencingPolicy(t *testing.T, ns string) {
 		_ = admission.ValidatingAdmissionPolicyBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 	})
 	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{fencepolicy.FencedByLabel: leaseName}}}
-	poll.Until(t, 30*time.Second, 20*time.Millisecond, "the fencing policy in force", func() bool {
+	poll.Until(t, generous, 20*time.Millisecond, "the fencing policy in force", func() bool {
 		_, err := cluster.Clientset().CoreV1().ConfigMaps(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "leasehold fencing rule 1")
 	})

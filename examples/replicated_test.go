@@ -58,7 +58,7 @@ func TestReplicatedKVFailsOverToTheReplicaWithTheData(t *testing.T) {
 		inst := f.StartTest(t, name)
 		r := &kvReplica{name: name, sidecar: inst, url: "http://" + addr}
 		r.worker = startKV(t, argv, inst.APIURL, addr, name)
-		poll.Until(t, 20*time.Second, 50*time.Millisecond, name+"'s worker answers its rank", func() bool {
+		poll.Until(t, generous, 50*time.Millisecond, name+"'s worker answers its rank", func() bool {
 			_, err := r.rank()
 			return err == nil
 		})
@@ -175,7 +175,7 @@ func (r *kvReplica) rank() (kvRank, error) {
 // awaitPosition waits until r has applied the writes up to pos.
 func (r *kvReplica) awaitPosition(t *testing.T, pos int64) {
 	t.Helper()
-	poll.Until(t, 30*time.Second, 50*time.Millisecond, fmt.Sprintf("%s at position %d", r.name, pos), func() bool {
+	poll.Until(t, generous, 50*time.Millisecond, fmt.Sprintf("%s at position %d", r.name, pos), func() bool {
 		rk, err := r.rank()
 		return err == nil && rk.Position >= pos
 	})

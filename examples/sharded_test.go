@@ -43,7 +43,7 @@ func TestShardedWorker(t *testing.T) {
 	shards := []string{"orders-0", "orders-1", "orders-2", "orders-3"}
 
 	// 1. Settled: each pod writes 2 of the shards, every shard is written.
-	store.await(t, "each pod writing 2 shards", 30*time.Second, func(ws []write) bool {
+	store.await(t, "each pod writing 2 shards", func(ws []write) bool {
 		byWriter := recentShards(ws, 500*time.Millisecond)
 		return len(byWriter["pod-a"]) == 2 && len(byWriter["pod-b"]) == 2 &&
 			len(slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(byWriter["pod-a"]), byWriter["pod-b"]...))))) == 4
@@ -56,7 +56,7 @@ func TestShardedWorker(t *testing.T) {
 	if err := pods["pod-b"].Signal(syscall.SIGTERM); err != nil { // it releases its shards
 		t.Fatal(err)
 	}
-	store.await(t, "pod-a writing all 4 shards", 30*time.Second, func(ws []write) bool {
+	store.await(t, "pod-a writing all 4 shards", func(ws []write) bool {
 		return len(recentShards(ws, 500*time.Millisecond)["pod-a"]) == 4
 	})
 	ws := store.writes()
