@@ -131,7 +131,7 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 		f := fleetConfig(t, ns, "dash", nil)
 		f.Env = []string{"LEASEHOLD_SHARDS=3", "LEASEHOLD_APP_HEALTH_URL=" + app.URL + "/healthz"}
 		insts := []*fleet.Instance{start(t, f, "a"), start(t, f, "b")}
-		eventually(t, 30*time.Second, "both members hold Leases, and every Lease is held", func() bool {
+		eventually(t, generous, "both members hold Leases, and every Lease is held", func() bool {
 			held := map[string]bool{}
 			for _, inst := range insts {
 				ls, err := inst.Leases(t.Context())
@@ -245,7 +245,7 @@ func createPods(t *testing.T, ns string, names ...string) {
 // holder's clock, so that the holder-clock series are exported.
 func waitClockRate(t *testing.T, insts []*fleet.Instance) {
 	t.Helper()
-	eventually(t, 30*time.Second, "a follower bounds the holder's clock rate", func() bool {
+	eventually(t, generous, "a follower bounds the holder's clock rate", func() bool {
 		for _, inst := range insts {
 			ls, err := inst.Leases(t.Context())
 			if err != nil {

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -281,7 +280,7 @@ func TestFencingObjectsNeedClusterWidePermissions(t *testing.T) {
 		return err == nil && got.Status.Allowed
 	}
 
-	eventually(t, 30*time.Second, "the installer's ClusterRole in force", func() bool {
+	eventually(t, generous, "the installer's ClusterRole in force", func() bool {
 		return allowed("create", "admissionregistration.k8s.io", "validatingadmissionpolicies")
 	})
 	const refusal = `must have "get" permission on all objects of the referenced paramKind (kind=Lease`
@@ -293,7 +292,7 @@ func TestFencingObjectsNeedClusterWidePermissions(t *testing.T) {
 	if _, err := cs.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "get on Leases in force", func() bool { return allowed("get", "coordination.k8s.io", "leases") })
+	eventually(t, generous, "get on Leases in force", func() bool { return allowed("get", "coordination.k8s.io", "leases") })
 	for _, obj := range []*unstructured.Unstructured{policy, binding} {
 		if err := create(obj); err != nil {
 			t.Errorf("%s %s as the installer: %v", obj.GetKind(), obj.GetName(), err)
@@ -332,7 +331,7 @@ func TestHelmInstallsTheFencingPolicy(t *testing.T) {
 		return err
 	}
 	var err error
-	eventually(t, 30*time.Second, "a fenced write refused for want of the Lease", func() bool {
+	eventually(t, generous, "a fenced write refused for want of the Lease", func() bool {
 		err = write("5")
 		return err != nil && strings.Contains(err.Error(), "no params found")
 	})
@@ -341,7 +340,7 @@ func TestHelmInstallsTheFencingPolicy(t *testing.T) {
 	if _, err := cs.CoordinationV1().Leases(ns).Create(ctx, l, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "a write with token 5 refused by rule 3 (the Lease publishes 100)", func() bool {
+	eventually(t, generous, "a write with token 5 refused by rule 3 (the Lease publishes 100)", func() bool {
 		err = write("5")
 		return err != nil && strings.Contains(err.Error(), "leasehold fencing rule 3")
 	})

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/poll"
 )
 
 // PromtoolEnv names the environment variable that points at the promtool
@@ -79,6 +80,24 @@ func installMonitoringCRDs(t testing.TB) {
 	if crdsErr != nil {
 		t.Fatalf("installing the Prometheus Operator CRDs: %v", crdsErr)
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cluster.Admin().Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	poll.UntilReport(t, generous, 100*time.Millisecond, "monitoring.coreos.com/v1 served", func() bool {
+		var list *metav1.APIResourceList
+		list, err = dc.ServerResourcesForGroupVersion("monitoring.coreos.com/v1")
+		served = 0
+		if err == nil {
+			for _, r := range list.APIResources {
+				if slices.Contains(monitoringCRDs, r.Name) {
+					served++
+				}
+			}
+		}
+		return served == len(monitoringCRDs)
+	}, func() string { return fmt.Sprintf("%d of %v (%v)", served, monitoringCRDs, err) })
 }
 
 func installCRDs() error {
@@ -107,29 +126,7 @@ func installCRDs() error {
 			return fmt.Errorf("create CRD %s: %w", obj.GetName(), err)
 		}
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		list, err := dc.ServerResourcesForGroupVersion("monitoring.coreos.com/v1")
-		served := 0
-		if err == nil {
-			for _, r := range list.APIResources {
-				if slices.Contains(monitoringCRDs, r.Name) {
-					served++
-				}
-			}
-		}
-		if served == len(monitoringCRDs) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("monitoring.coreos.com/v1 not served after 30s: %d of %v (%v)", served, monitoringCRDs, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return nil
 }
 
 // downloadModule fetches module@version through the Go module proxy into

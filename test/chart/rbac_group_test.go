@@ -453,7 +453,7 @@ func observed(t *testing.T, s chartSetup, ns string) (*fleet.Instance, string) {
 	f := s.fleet(t, ns, nil)
 	f.Env = slices.DeleteFunc(slices.Clone(f.Env), func(v string) bool { return strings.HasPrefix(v, "LEASEHOLD_CANDIDATE=") })
 	leader := start(t, f, "leader")
-	eventually(t, 20*time.Second, "the candidate holds every Lease", func() bool { return len(heldBy(t, leader)) == len(s.leases) })
+	eventually(t, generous, "the candidate holds every Lease", func() bool { return len(heldBy(t, leader)) == len(s.leases) })
 	return leader, identityOf(t, leader)
 }
 
@@ -605,11 +605,11 @@ func TestChartHandoverRoleHandsToTheNewest(t *testing.T) {
 	}
 	f := s.fleet(t, ns, s.role)
 	a := start(t, f, "a")
-	eventually(t, 30*time.Second, "a leads", func() bool { return len(heldBy(t, a)) == 1 })
+	eventually(t, generous, "a leads", func() bool { return len(heldBy(t, a)) == 1 })
 	b := start(t, f, "b")
 	c := start(t, f, "c")
 	for _, inst := range []*fleet.Instance{a, b, c} {
-		eventually(t, 30*time.Second, inst.Name+" sees 3 members", func() bool {
+		eventually(t, generous, inst.Name+" sees 3 members", func() bool {
 			return metric(t, inst, "leasehold_members", nil) == 3
 		})
 	}
@@ -617,7 +617,7 @@ func TestChartHandoverRoleHandsToTheNewest(t *testing.T) {
 		t.Errorf("member Leases %v under %s, want 3", got, s.lease)
 	}
 	stopGracefully(t, a)
-	eventually(t, 30*time.Second, "c (the newest) leads", func() bool { return len(heldBy(t, c)) == 1 })
+	eventually(t, generous, "c (the newest) leads", func() bool { return len(heldBy(t, c)) == 1 })
 	if len(heldBy(t, b)) != 0 {
 		t.Error("b leads too")
 	}

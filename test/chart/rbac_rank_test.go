@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
@@ -42,16 +41,16 @@ func TestChartRankRoleHandsToTheBestRanked(t *testing.T) {
 		return err == nil && st.Leader
 	}
 	a := ranked("a", 100)
-	eventually(t, 30*time.Second, "a leads", func() bool { return leads(a) })
+	eventually(t, generous, "a leads", func() bool { return leads(a) })
 	best := ranked("best", 90)
 	newest := ranked("newest", 10)
 	for _, inst := range []*fleet.Instance{a, best, newest} {
-		eventually(t, 30*time.Second, inst.Name+" sees 3 members", func() bool {
+		eventually(t, generous, inst.Name+" sees 3 members", func() bool {
 			return metric(t, inst, "leasehold_members", nil) == 3
 		})
 	}
 	stopGracefully(t, a)
-	eventually(t, 30*time.Second, "best (the best-ranked) leads", func() bool { return leads(best) })
+	eventually(t, generous, "best (the best-ranked) leads", func() bool { return leads(best) })
 	if leads(newest) {
 		t.Error("newest leads too")
 	}
