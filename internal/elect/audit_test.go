@@ -122,14 +122,14 @@ func TestShortenedLeaseDurationIsNotTakenEarly(t *testing.T) {
 	c := f.start("c")
 	ab, ac := watchForOverlap(t, a, b), watchForOverlap(t, a, c)
 	var next *elect.Snapshot
-	for next == nil {
+	poll.Until(t, generous, 5*time.Millisecond, "b or c leading", func() bool { // the overlap samplers judge
 		for _, x := range []*candidate{b, c} {
 			if s := x.Snapshot(); leading(s) {
 				next = s
 			}
 		}
-		time.Sleep(5 * time.Millisecond) // sampling; the overlap samplers judge
-	}
+		return next != nil
+	})
 	if aValid := ab.lastValid(); !next.AcquiredAt.After(aValid) {
 		t.Errorf("%s acquired at %v, before a's last ValidUntil %v", next.Identity, next.AcquiredAt, aValid)
 	}
