@@ -675,7 +675,9 @@ func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 		return
 	}
 	if o, ok := input.(decide.Observed); ok {
-		input = s.dated(n, o)
+		if o, changed := s.dated(n, o); changed {
+			input = o // boxed again only when dated: most observations are not
+		}
 	}
 	if c, ok := input.(decide.SetCandidate); ok {
 		e.refusing = !c.Candidate && c.RefuseHandovers
@@ -770,10 +772,11 @@ func (s *gsim) exitIfDone(n *gnode) {
 // over the writes the core published; an observer has none): an
 // observation of a record handed to n (decide.HandedOverAnnotation) gets
 // the local time before n sent the write of its member Lease that the
-// annotation names, when n's core remembers that write.
-func (s *gsim) dated(n *gnode, o decide.Observed) decide.Observed {
+// annotation names, when n's core remembers that write. changed reports
+// whether o was dated.
+func (s *gsim) dated(n *gnode, o decide.Observed) (_ decide.Observed, changed bool) {
 	if n.core == nil || o.Lease == nil || o.Lease.Spec.HolderIdentity == nil || *o.Lease.Spec.HolderIdentity != n.name {
-		return o
+		return o, false
 	}
 	if witness := o.Lease.Annotations[decide.HandedOverAnnotation]; witness != "" {
 		var ok bool
@@ -782,8 +785,9 @@ func (s *gsim) dated(n *gnode, o decide.Observed) decide.Observed {
 		} else {
 			s.check.dated(n, witness, o.WitnessSentAt)
 		}
+		return o, ok
 	}
-	return o
+	return o, false
 }
 
 // goroutine is how long a hand-off between goroutines of one process
@@ -949,7 +953,7 @@ func (s *gsim) sendLease(n *gnode, e *gelection, req decide.Request) {
 				s.check.fail("%s's release of %s landed on a record held by %q", n.name, name, prev)
 			}
 		}
-		if err == nil && req.Verb != decide.Get {
+		if err == nil && req.Verb != decide.Get && s.tracing { // tracing: no boxing of the arguments otherwise
 			s.tracef("%s's %s of %s landed at %s", n.name, req.Purpose, name, l.ResourceVersion)
 		}
 		return l, err
@@ -1124,7 +1128,9 @@ func (s *gsim) call(n *gnode, c member.Call) {
 	if c.Leave {
 		in = decide.SetCandidate{ID: id, Reason: c.Reason, To: c.To.Identity, Witness: c.To.Witness, RefuseHandovers: true}
 	}
-	s.tracef("%s's plan: %s %v (leave %v, to %q, witness %q)", n.name, s.leases[e.i], c.Candidate, c.Leave, c.To.Identity, c.To.Witness)
+	if s.tracing { // no boxing of the arguments otherwise
+		s.tracef("%s's plan: %s %v (leave %v, to %q, witness %q)", n.name, s.leases[e.i], c.Candidate, c.Leave, c.To.Identity, c.To.Witness)
+	}
 	s.at(s.now+s.goroutine(), func() {
 		s.in(n, func() {
 			if e.stopped {
