@@ -220,6 +220,7 @@ type gcore struct {
 	writes    []member.Write  // as last published
 	wakeGen   uint64
 	wakeAt    time.Duration
+	tick      func() // a Tick for the Machine: made once, for every wake
 	watch     gstream
 	stopped   bool
 	notifyDue bool                // an elector notified: the loop will feed the elections' states
@@ -236,6 +237,7 @@ type gelection struct {
 	report  decide.Report
 	wakeGen uint64
 	wakeAt  time.Duration
+	tick    func() // a Tick for the Machine: made once, for every wake
 	watch   gstream
 	call    uint64        // the core's Call under way, 0 when none
 	noticed decide.Report // the last report the group loop was notified of (elect.Noticeable)
@@ -621,7 +623,9 @@ func (s *gsim) startNode(t time.Duration, observer bool) {
 			if err != nil {
 				panic(err)
 			}
-			n.els[i] = &gelection{i: i, local: local, m: m, watch: gstream{backoff: s.p.timing.RetryPeriod}}
+			e := &gelection{i: i, local: local, m: m, watch: gstream{backoff: s.p.timing.RetryPeriod}}
+			e.tick = func() { s.step(n, e, decide.Tick{}) }
+			n.els[i] = e
 		}
 		s.nodes = append(s.nodes, n)
 		s.tracef("%s starts (observer %v, serves %v, clock rate %.4f)", n.name, observer, n.served, n.clock.rate)
@@ -637,6 +641,7 @@ func (s *gsim) startNode(t time.Duration, observer bool) {
 			panic(err)
 		}
 		n.core = &gcore{m: m, watch: gstream{backoff: s.cfg.requestTimeout()}, lastCall: map[int]member.Call{}}
+		n.core.tick = func() { s.coreStep(n, member.Tick{}) }
 		s.coreStep(n, member.Start{})
 		s.openMemberWatch(n)
 		if s.p.ranked {
@@ -727,7 +732,7 @@ func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 		s.exitIfDone(n)
 		return
 	}
-	s.wake(n, &e.wakeGen, &e.wakeAt, now, out.Wake, func() { s.step(n, e, decide.Tick{}) })
+	s.wake(n, &e.wakeGen, &e.wakeAt, now, out.Wake, e.tick)
 	if elect.Noticeable(e.noticed, out.Report) {
 		e.noticed = out.Report
 		s.notify(n)
@@ -1105,7 +1110,7 @@ func (s *gsim) coreStep(n *gnode, in member.Input) {
 		s.exitIfDone(n)
 		return
 	}
-	s.wake(n, &c.wakeGen, &c.wakeAt, now, out.Wake, func() { s.coreStep(n, member.Tick{}) })
+	s.wake(n, &c.wakeGen, &c.wakeAt, now, out.Wake, c.tick)
 }
 
 // call makes one candidacy change of an election, as the group driver's

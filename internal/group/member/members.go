@@ -145,6 +145,9 @@ func (m *Machine) view(now time.Time) *Members {
 		if !r.liveAt(now) {
 			continue
 		}
+		if v.Identities == nil { // nil while none is live, as appending leaves it
+			v.Identities = make([]string, 0, n)
+		}
 		v.Identities = append(v.Identities, r.identity)
 		v.Info[r.identity] = r.info
 		v.Versions[r.identity] = r.resourceVersion
