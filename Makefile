@@ -34,6 +34,9 @@ override VERSION := $(if $(filter v%,$(VERSION)),$(VERSION),v0.0.0-g$(VERSION))
 ifndef REVISION
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 endif
+# What one release build stamps, handed to its sub-makes, so that a commit
+# made while it runs cannot give its parts two versions.
+RELEASE_STAMP = VERSION=$(VERSION) REVISION=$(REVISION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)
 IMAGE_TAG     := $(patsubst v%,%,$(VERSION))
 CHART_VERSION := $(IMAGE_TAG)
 
@@ -354,9 +357,9 @@ release-snapshot: release-check syft-bin
 		echo "$$bin: $$(awk '$$2 ~ /^GOARCH=/ {print $$2}' <<<"$$info"), CGO_ENABLED=0, -trimpath, version $$version"; \
 	done
 	cd dist && sha256sum -c checksums.txt
-	@$(MAKE) --no-print-directory chart
-	@$(MAKE) --no-print-directory image
-	@$(MAKE) --no-print-directory image-sboms
+	@$(MAKE) --no-print-directory chart $(RELEASE_STAMP)
+	@$(MAKE) --no-print-directory image $(RELEASE_STAMP)
+	@$(MAKE) --no-print-directory image-sboms $(RELEASE_STAMP)
 	@for sbom in dist/*.spdx.json; do grep -q '"name": *"github.com/leasehold/leasehold"' $$sbom || { echo "$$sbom does not list leasehold's module"; exit 1; }; done
 
 ## release-notes: print the section of CHANGELOG.md for VERSION (without its heading): the release's notes on GitHub.

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -24,7 +21,7 @@ import (
 type kvReplica struct {
 	name    string
 	sidecar *fleet.Instance
-	worker  *exec.Cmd
+	worker  *worker
 	url     string // the worker's http://127.0.0.1:<port>
 }
 
@@ -57,7 +54,7 @@ func TestReplicatedKVFailsOverToTheReplicaWithTheData(t *testing.T) {
 		}
 		inst := f.StartTest(t, name)
 		r := &kvReplica{name: name, sidecar: inst, url: "http://" + addr}
-		r.worker = startKV(t, argv, inst.APIURL, addr, name)
+		r.worker = startWorker(t, argv, inst.APIURL, "", name, "KV_ADDR="+addr) // it writes to no store
 		poll.Until(t, 20*time.Second, 50*time.Millisecond, name+"'s worker answers its rank", func() bool {
 			_, err := r.rank()
 			return err == nil
@@ -82,7 +79,7 @@ func TestReplicatedKVFailsOverToTheReplicaWithTheData(t *testing.T) {
 	for _, r := range []*kvReplica{full, lagging} {
 		r.awaitPosition(t, 10)
 	}
-	if err := lagging.worker.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := lagging.worker.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	put(11, 20)
@@ -91,13 +88,13 @@ func TestReplicatedKVFailsOverToTheReplicaWithTheData(t *testing.T) {
 	// The primary dies (its worker and its sidecar); the lagging replica
 	// wakes with positions 1..10 only, the primary no longer there to pull
 	// from.
-	if err := primary.worker.Process.Kill(); err != nil {
+	if err := primary.worker.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if err := primary.sidecar.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := lagging.worker.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := lagging.worker.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	next, _, err := fleet.WaitLeader(t.Context(), []*fleet.Instance{full.sidecar, lagging.sidecar}, 10*time.Millisecond)
@@ -115,42 +112,6 @@ func TestReplicatedKVFailsOverToTheReplicaWithTheData(t *testing.T) {
 			}
 		}
 	}
-}
-
-// startKV runs the replicated key-value worker at addr beside the sidecar
-// at leaseholdURL; it is killed when the test ends, and its log shown if
-// the test failed.
-func startKV(t *testing.T, argv []string, leaseholdURL, addr, name string) *exec.Cmd {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "LEASEHOLD_URL="+leaseholdURL, "KV_ADDR="+addr)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // killed by the test: the status says nothing
-		logFile.Close()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT) // a paused one dies too
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			out, _ := os.ReadFile(logPath)
-			t.Logf("%s's log:\n%s", name, out)
-		}
-	})
-	return cmd
 }
 
 // kvRank is the worker's GET /rank.
