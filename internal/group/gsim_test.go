@@ -220,6 +220,7 @@ type gcore struct {
 	writes    []member.Write  // as last published
 	wakeGen   uint64
 	wakeAt    time.Duration
+	tick      func() // a Tick for the Machine: made once, for every wake
 	watch     gstream
 	stopped   bool
 	notifyDue bool                // an elector notified: the loop will feed the elections' states
@@ -236,6 +237,7 @@ type gelection struct {
 	report  decide.Report
 	wakeGen uint64
 	wakeAt  time.Duration
+	tick    func() // a Tick for the Machine: made once, for every wake
 	watch   gstream
 	call    uint64        // the core's Call under way, 0 when none
 	noticed decide.Report // the last report the group loop was notified of (elect.Noticeable)
@@ -621,7 +623,9 @@ func (s *gsim) startNode(t time.Duration, observer bool) {
 			if err != nil {
 				panic(err)
 			}
-			n.els[i] = &gelection{i: i, local: local, m: m, watch: gstream{backoff: s.p.timing.RetryPeriod}}
+			e := &gelection{i: i, local: local, m: m, watch: gstream{backoff: s.p.timing.RetryPeriod}}
+			e.tick = func() { s.step(n, e, decide.Tick{}) }
+			n.els[i] = e
 		}
 		s.nodes = append(s.nodes, n)
 		s.tracef("%s starts (observer %v, serves %v, clock rate %.4f)", n.name, observer, n.served, n.clock.rate)
@@ -637,6 +641,7 @@ func (s *gsim) startNode(t time.Duration, observer bool) {
 			panic(err)
 		}
 		n.core = &gcore{m: m, watch: gstream{backoff: s.cfg.requestTimeout()}, lastCall: map[int]member.Call{}}
+		n.core.tick = func() { s.coreStep(n, member.Tick{}) }
 		s.coreStep(n, member.Start{})
 		s.openMemberWatch(n)
 		if s.p.ranked {
@@ -675,7 +680,9 @@ func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 		return
 	}
 	if o, ok := input.(decide.Observed); ok {
-		input = s.dated(n, o)
+		if o, changed := s.dated(n, o); changed {
+			input = o // boxed again only when dated: most observations are not
+		}
 	}
 	if c, ok := input.(decide.SetCandidate); ok {
 		e.refusing = !c.Candidate && c.RefuseHandovers
@@ -725,7 +732,7 @@ func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 		s.exitIfDone(n)
 		return
 	}
-	s.wake(n, &e.wakeGen, &e.wakeAt, now, out.Wake, func() { s.step(n, e, decide.Tick{}) })
+	s.wake(n, &e.wakeGen, &e.wakeAt, now, out.Wake, e.tick)
 	if elect.Noticeable(e.noticed, out.Report) {
 		e.noticed = out.Report
 		s.notify(n)
@@ -770,10 +777,11 @@ func (s *gsim) exitIfDone(n *gnode) {
 // over the writes the core published; an observer has none): an
 // observation of a record handed to n (decide.HandedOverAnnotation) gets
 // the local time before n sent the write of its member Lease that the
-// annotation names, when n's core remembers that write.
-func (s *gsim) dated(n *gnode, o decide.Observed) decide.Observed {
+// annotation names, when n's core remembers that write. changed reports
+// whether o was dated.
+func (s *gsim) dated(n *gnode, o decide.Observed) (_ decide.Observed, changed bool) {
 	if n.core == nil || o.Lease == nil || o.Lease.Spec.HolderIdentity == nil || *o.Lease.Spec.HolderIdentity != n.name {
-		return o
+		return o, false
 	}
 	if witness := o.Lease.Annotations[decide.HandedOverAnnotation]; witness != "" {
 		var ok bool
@@ -782,8 +790,9 @@ func (s *gsim) dated(n *gnode, o decide.Observed) decide.Observed {
 		} else {
 			s.check.dated(n, witness, o.WitnessSentAt)
 		}
+		return o, ok
 	}
-	return o
+	return o, false
 }
 
 // goroutine is how long a hand-off between goroutines of one process
@@ -949,7 +958,7 @@ func (s *gsim) sendLease(n *gnode, e *gelection, req decide.Request) {
 				s.check.fail("%s's release of %s landed on a record held by %q", n.name, name, prev)
 			}
 		}
-		if err == nil && req.Verb != decide.Get {
+		if err == nil && req.Verb != decide.Get && s.tracing { // tracing: no boxing of the arguments otherwise
 			s.tracef("%s's %s of %s landed at %s", n.name, req.Purpose, name, l.ResourceVersion)
 		}
 		return l, err
@@ -1101,7 +1110,7 @@ func (s *gsim) coreStep(n *gnode, in member.Input) {
 		s.exitIfDone(n)
 		return
 	}
-	s.wake(n, &c.wakeGen, &c.wakeAt, now, out.Wake, func() { s.coreStep(n, member.Tick{}) })
+	s.wake(n, &c.wakeGen, &c.wakeAt, now, out.Wake, c.tick)
 }
 
 // call makes one candidacy change of an election, as the group driver's
@@ -1124,7 +1133,9 @@ func (s *gsim) call(n *gnode, c member.Call) {
 	if c.Leave {
 		in = decide.SetCandidate{ID: id, Reason: c.Reason, To: c.To.Identity, Witness: c.To.Witness, RefuseHandovers: true}
 	}
-	s.tracef("%s's plan: %s %v (leave %v, to %q, witness %q)", n.name, s.leases[e.i], c.Candidate, c.Leave, c.To.Identity, c.To.Witness)
+	if s.tracing { // no boxing of the arguments otherwise
+		s.tracef("%s's plan: %s %v (leave %v, to %q, witness %q)", n.name, s.leases[e.i], c.Candidate, c.Leave, c.To.Identity, c.To.Witness)
+	}
 	s.at(s.now+s.goroutine(), func() {
 		s.in(n, func() {
 			if e.stopped {

@@ -3,8 +3,6 @@ package member
 import (
 	"errors"
 	"log/slog"
-	"maps"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,16 +36,22 @@ func (m *Machine) collect(now time.Time) {
 	if collector != m.cfg.Identity {
 		return
 	}
-	for _, name := range slices.Sorted(maps.Keys(m.records)) {
-		r := m.records[name]
-		if name == m.name || r.identity == "" || name != LeaseName(m.cfg.Group, r.identity) ||
-			now.Before(r.seenAt.Add(collectAfter*m.cfg.TTL)) || now.Before(m.collectAt[name]) {
+	// The due member Lease with the smallest name: the first due in name
+	// order. The cheap tests come first; most records are fresh.
+	due := ""
+	for name, r := range m.records {
+		if now.Before(r.seenAt.Add(collectAfter*m.cfg.TTL)) || now.Before(m.collectAt[name]) || (due != "" && name > due) ||
+			name == m.name || r.identity == "" || name != LeaseName(m.cfg.Group, r.identity) {
 			continue
 		}
-		m.send(&pending{purpose: PurposeCollect, sentAt: now, name: name}, &Request{Verb: Delete, Name: name,
-			Preconditions: &metav1.Preconditions{UID: ptr.To(r.uid), ResourceVersion: ptr.To(r.resourceVersion)}})
+		due = name
+	}
+	if due == "" {
 		return
 	}
+	r := m.records[due]
+	m.send(&pending{purpose: PurposeCollect, sentAt: now, name: due}, &Request{Verb: Delete, Name: due,
+		Preconditions: &metav1.Preconditions{UID: ptr.To(r.uid), ResourceVersion: ptr.To(r.resourceVersion)}})
 }
 
 // collected applies the answer to a collection.

@@ -19,8 +19,11 @@ import (
 const DeclinedAnnotation = "leasehold.io/declined"
 
 // currentDeclines returns this member's stay-outs that have not ended at
-// now, and forgets the others.
+// now (nil when there is none), and forgets the others.
 func (m *Machine) currentDeclines(now time.Time) map[string]time.Time {
+	if len(m.declines) == 0 {
+		return nil
+	}
 	out := map[string]time.Time{}
 	for lease, until := range m.declines {
 		if now.Before(until) {

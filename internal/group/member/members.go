@@ -139,10 +139,14 @@ func newerRV(a, b string) bool {
 
 // view is the membership at now as the records have it.
 func (m *Machine) view(now time.Time) *Members {
-	v := &Members{Listed: m.listed, Info: map[string]Info{}, Versions: map[string]string{}, Serves: map[string]Served{}}
+	n := len(m.records)
+	v := &Members{Listed: m.listed, Info: make(map[string]Info, n), Versions: make(map[string]string, n), Serves: make(map[string]Served, n)}
 	for _, r := range m.records {
 		if !r.liveAt(now) {
 			continue
+		}
+		if v.Identities == nil { // nil while none is live, as appending leaves it
+			v.Identities = make([]string, 0, n)
 		}
 		v.Identities = append(v.Identities, r.identity)
 		v.Info[r.identity] = r.info

@@ -52,21 +52,23 @@ type View struct {
 // identity) that does not decline it, above its quota: a Lease that a
 // member asked to be rid of still gets a holder.
 func Assign(v View) []string {
-	members := slices.Clone(v.Members)
-	slices.Sort(members)
-	members = slices.Compact(members)
+	members := v.Members // read only: the caller's slice is never changed
+	if !sortedSet(members) {
+		members = slices.Compact(slices.Sorted(slices.Values(members)))
+	}
 	assigned := make([]string, len(v.Holders))
 	if len(members) == 0 {
 		return assigned
 	}
-	isMember := make(map[string]bool, len(members))
-	held := make(map[string]int, len(members))
-	for _, m := range members {
-		isMember[m] = true
-	}
+	// What Assign counts per member is kept by the member's index in
+	// members, which is sorted: index finds it by binary search.
+	n := len(members)
+	index := func(id string) (int, bool) { return slices.BinarySearch(members, id) }
+	counts := make([]int, 3*n)
+	held, quota, count := counts[:n], counts[n:2*n], counts[2*n:]
 	for _, h := range v.Holders {
-		if isMember[h] {
-			held[h]++
+		if k, ok := index(h); ok {
+			held[k]++
 		}
 	}
 
@@ -74,20 +76,22 @@ func Assign(v View) []string {
 	// the base quota (the most first): they keep them instead of giving
 	// them up; the rest by identity, whatever they hold, so that members
 	// taking Leases meanwhile do not move the extra places around.
-	base, extra := len(v.Holders)/len(members), len(v.Holders)%len(members)
-	above := func(m string) int {
-		if held[m] > base {
-			return held[m]
+	base, extra := len(v.Holders)/n, len(v.Holders)%n
+	above := func(k int) int {
+		if held[k] > base {
+			return held[k]
 		}
 		return 0
 	}
-	byHeld := slices.Clone(members)
-	slices.SortStableFunc(byHeld, func(a, b string) int { return cmp.Compare(above(b), above(a)) })
-	quota := make(map[string]int, len(members))
-	for i, m := range byHeld {
-		quota[m] = base
+	byHeld := make([]int, n) // members' indices, by identity: the stable sort keeps that order among equals
+	for k := range byHeld {
+		byHeld[k] = k
+	}
+	slices.SortStableFunc(byHeld, func(a, b int) int { return cmp.Compare(above(b), above(a)) })
+	for i, k := range byHeld {
+		quota[k] = base
 		if i < extra {
-			quota[m]++
+			quota[k]++
 		}
 	}
 
@@ -95,39 +99,48 @@ func Assign(v View) []string {
 		d := v.Declined[m]
 		return lease < len(d) && d[lease]
 	}
-	count := make(map[string]int, len(members))
 	for i, h := range v.Holders {
-		if isMember[h] && count[h] < quota[h] && !declines(h, i) {
+		if k, ok := index(h); ok && count[k] < quota[k] && !declines(h, i) {
 			assigned[i] = h
-			count[h]++
+			count[k]++
 		}
 	}
 	for i := range v.Holders {
 		if assigned[i] != "" {
 			continue
 		}
-		for _, m := range members {
-			if count[m] < quota[m] && !declines(m, i) {
+		for k, m := range members {
+			if count[k] < quota[k] && !declines(m, i) {
 				assigned[i] = m
-				count[m]++
+				count[k]++
 				break
 			}
 		}
 		if assigned[i] != "" {
 			continue
 		}
-		best := ""
-		for _, m := range members {
-			if !declines(m, i) && (best == "" || count[m] < count[best]) {
-				best = m
+		best := -1
+		for k, m := range members {
+			if !declines(m, i) && (best < 0 || count[k] < count[best]) {
+				best = k
 			}
 		}
-		if best != "" {
-			assigned[i] = best
+		if best >= 0 {
+			assigned[i] = members[best]
 			count[best]++
 		}
 	}
 	return assigned
+}
+
+// sortedSet reports whether ids is sorted, without repeats.
+func sortedSet(ids []string) bool {
+	for i := 1; i < len(ids); i++ {
+		if ids[i-1] >= ids[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Candidacy says, per Lease in the view's order, whether this instance

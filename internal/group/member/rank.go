@@ -139,8 +139,8 @@ func Deferral(self string, own Rank, s LeaseState, freeSince time.Time, m *Membe
 		return time.Time{}, false
 	}
 	better := 0
-	for _, id := range m.Serving(s.Name) {
-		if id == self || id == s.Holder || containsLease(m.Declined[id], s.Name) {
+	for _, id := range m.IDs() { // the members that serve it (Serving), without building the list
+		if !m.ServedBy(id, s.Name) || id == self || id == s.Holder || containsLease(m.Declined[id], s.Name) {
 			continue
 		}
 		if CompareRanks(m.Info[id].Rank, own, s.Generation) < 0 {

@@ -38,8 +38,10 @@ func infoOf(l *coordinationv1.Lease) Info {
 	if p, err := strconv.ParseInt(l.Annotations[PriorityAnnotation], 10, 64); err == nil {
 		info.Priority = p
 	}
-	if t, err := time.Parse(time.RFC3339Nano, l.Annotations[StartedAtAnnotation]); err == nil {
-		info.StartedAt = t
+	if v := l.Annotations[StartedAtAnnotation]; v != "" { // "" would not parse either: spare the error
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			info.StartedAt = t
+		}
 	}
 	info.Rank = rankOf(l)
 	return info
@@ -80,8 +82,8 @@ func Successor(self, lease, gen string, m *Members) string {
 		return ""
 	}
 	var best string
-	for _, id := range m.Serving(lease) {
-		if id == self || slices.Contains(m.Declined[id], lease) {
+	for _, id := range m.IDs() { // the members that serve it (Serving), without building the list
+		if !m.ServedBy(id, lease) || id == self || slices.Contains(m.Declined[id], lease) {
 			continue
 		}
 		if best == "" || better(id, m.Info[id], best, m.Info[best], gen) {
