@@ -270,14 +270,7 @@ func goreleaserTemplate(t *testing.T, text, summary string, env map[string]strin
 // with the release flags read from flags.env and the version of git
 // describe, archives it with the license, and writes SHA-256 checksums.
 func TestGoReleaserBuildsWithTheReleaseFlags(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c goreleaserConfig
-	if err := yaml.Unmarshal(data, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := readGoreleaserConfig(t)
 	if c.Version != 2 {
 		t.Errorf("version: %d, want 2 (GoReleaser's current configuration schema)", c.Version)
 	}
@@ -409,14 +402,7 @@ func TestLicenseIsTheApacheLicense(t *testing.T) {
 // then make release-snapshot builds the image and scans each platform of
 // its OCI layout.
 func TestReleaseSnapshotWritesSBOMs(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c goreleaserConfig
-	if err := yaml.Unmarshal(data, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := readGoreleaserConfig(t)
 	if len(c.SBOMs) != 1 || c.SBOMs[0].Artifacts != "archive" || c.SBOMs[0].Cmd != "syft" || !slices.Contains(c.SBOMs[0].Args, "spdx-json=$document") {
 		t.Errorf("sboms %+v: want syft writing spdx-json for every archive", c.SBOMs)
 	}
@@ -484,14 +470,7 @@ func TestHelpListsEveryDocumentedTarget(t *testing.T) {
 // tag). Before the first tag, git describe names a bare commit, and the
 // version is v0.0.0-g<commit>.
 func TestOneBuildStampsOneVersion(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c goreleaserConfig
-	if err := yaml.Unmarshal(data, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := readGoreleaserConfig(t)
 	for describe, version := range map[string]string{
 		"v1.2.3":                  "v1.2.3",
 		"v1.2.3-rc.1":             "v1.2.3-rc.1",
@@ -697,4 +676,18 @@ func TestReleaseNotesAreTheChangelogSection(t *testing.T) {
 	if i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "goreleaser release --clean") }); i >= 0 && !strings.HasPrefix(lines[i], "PATH="+filepath.Join(root, ".cache", "syft")+"/") {
 		t.Errorf("make release runs %q: want the pinned syft first on GoReleaser's PATH", lines[i])
 	}
+}
+
+// readGoreleaserConfig parses the repository's .goreleaser.yaml.
+func readGoreleaserConfig(t *testing.T) goreleaserConfig {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c goreleaserConfig
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
