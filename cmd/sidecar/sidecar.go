@@ -221,8 +221,6 @@ func (s *sidecar) Run(ctx context.Context) error {
 		name string
 		run  func(context.Context) error
 	}
-	// The apiserver's version is read once, beside the election, which
-	// does not wait for it.
 	jobs := []job{{"election", s.election.run}, {"apiserver version", s.version.Run}}
 	if s.prober != nil {
 		jobs = append(jobs, job{"app health", s.prober.Run})

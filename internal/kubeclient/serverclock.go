@@ -27,7 +27,6 @@ type ServerClock struct {
 
 	mu      sync.Mutex
 	samples []clockskew.ServerSample // the newest, oldest first
-	offset  *clockskew.ServerOffset  // of samples; nil before the first
 }
 
 // NewServerClock returns a ServerClock reading clk (nil: the real clock)
@@ -50,10 +49,7 @@ func (c *ServerClock) Wrap(rt http.RoundTripper) http.RoundTripper {
 func (c *ServerClock) Offset() (clockskew.ServerOffset, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.offset == nil {
-		return clockskew.ServerOffset{}, false
-	}
-	return *c.offset, true
+	return clockskew.BoundServerOffset(c.samples)
 }
 
 func (c *ServerClock) record(s clockskew.ServerSample) {
@@ -63,8 +59,6 @@ func (c *ServerClock) record(s clockskew.ServerSample) {
 		c.samples = append(c.samples[:0], c.samples[1:]...)
 	}
 	c.samples = append(c.samples, s)
-	off, _ := clockskew.BoundServerOffset(c.samples)
-	c.offset = &off
 }
 
 // offsetDesc is leasehold_apiserver_clock_offset_seconds.
