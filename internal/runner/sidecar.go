@@ -143,12 +143,14 @@ func (w *watcher) fetch(ctx context.Context, index uint64, wait time.Duration) {
 			return
 		}
 		delay, asked := backoff.Delay(err, w.clock.Now())
+		// The timer is armed before the line is logged: the wait is measured
+		// from the answer, and a reader of the log knows the retry is set.
+		timer := w.clock.NewTimer(delay)
 		if asked {
 			w.log.Warn("sidecar asked to retry later", "err", err, "attempt", attempt, "retryIn", delay)
 		} else {
 			w.log.Warn("sidecar did not answer; retrying", "err", err, "attempt", attempt, "retryIn", delay)
 		}
-		timer := w.clock.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
