@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/elect"
@@ -18,13 +19,14 @@ import (
 // Labeler keeps the leader label on the sidecar's own Pod. Create it with
 // New and start it with Run (once).
 type Labeler struct {
-	cfg     Config
-	lease   string // the value of the election label LeaseKey
-	pods    PodClient
-	clock   clock.WithTicker
-	log     *slog.Logger
-	metrics *Metrics
-	started atomic.Bool
+	cfg      Config
+	key      string     // the leader label's key: Key, or GroupLeaderKey in a group
+	election labels.Set // the election label: LeaseKey, or GroupKey in a group, with its value
+	pods     PodClient
+	clock    clock.WithTicker
+	log      *slog.Logger
+	metrics  *Metrics
+	started  atomic.Bool
 
 	// idle, when set (by tests), is called each time Run is about to block,
 	// with the time its timer fires (armed false: no timer, only a change of
@@ -44,12 +46,17 @@ func New(cfg Config) (*Labeler, error) {
 		return nil, err
 	}
 	l := &Labeler{
-		cfg:     cfg,
-		lease:   leaseValue(cfg.LeaseNamespace, cfg.LeaseName, cfg.Namespace),
-		pods:    cfg.Pods,
-		clock:   cfg.Clock,
-		log:     cfg.Logger,
-		metrics: cfg.Metrics,
+		cfg:      cfg,
+		key:      cfg.Key,
+		election: labels.Set{LeaseKey: electionValue(cfg.LeaseNamespace, cfg.LeaseName, cfg.Namespace)},
+		pods:     cfg.Pods,
+		clock:    cfg.Clock,
+		log:      cfg.Logger,
+		metrics:  cfg.Metrics,
+	}
+	if cfg.Group != "" {
+		l.key = GroupLeaderKey(cfg.Key, cfg.LeaseName)
+		l.election = labels.Set{GroupKey: electionValue(cfg.LeaseNamespace, cfg.Group, cfg.Namespace)}
 	}
 	if l.clock == nil {
 		l.clock = clock.RealClock{}
@@ -60,7 +67,7 @@ func New(cfg Config) (*Labeler, error) {
 	if l.metrics == nil {
 		l.metrics = NewMetrics(nil)
 	}
-	l.log = l.log.With("pod", cfg.Namespace+"/"+cfg.PodName, "label", cfg.Key)
+	l.log = l.log.With("pod", cfg.Namespace+"/"+cfg.PodName, "label", l.key)
 	l.metrics.leader.Set(0)
 	return l, nil
 }
@@ -237,7 +244,7 @@ func (l *Labeler) cleanup(ctx context.Context, s *state) {
 	}
 	if !ownTrue {
 		s.known = false
-		l.log.Warn("the own Pod does not carry the leader label with this election's label; writing it again", "election", l.lease)
+		l.log.Warn("the own Pod does not carry the leader label with this election's label; writing it again", "election", l.election.String())
 	}
 	next := l.cfg.Resync
 	if again {
