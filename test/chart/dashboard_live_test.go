@@ -128,8 +128,9 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 	}}
 	t.Run(group.name, func(t *testing.T) {
 		ns := newNamespace(t, "dash-group")
+		createPods(t, ns, "a", "b")
 		f := fleetConfig(t, ns, "dash", nil)
-		f.Env = []string{"LEASEHOLD_SHARDS=3", "LEASEHOLD_APP_HEALTH_URL=" + app.URL + "/healthz"}
+		f.Env = []string{"LEASEHOLD_SHARDS=3", "LEASEHOLD_APP_HEALTH_URL=" + app.URL + "/healthz", "LEASEHOLD_POD_LABEL=leasehold.io/leader"}
 		insts := []*fleet.Instance{start(t, f, "a"), start(t, f, "b")}
 		eventually(t, generous, "both members hold Leases, and every Lease is held", func() bool {
 			held := map[string]bool{}
