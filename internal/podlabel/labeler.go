@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 
 	"github.com/leasehold/leasehold/internal/elect"
@@ -19,14 +18,16 @@ import (
 // Labeler keeps the leader label on the sidecar's own Pod. Create it with
 // New and start it with Run (once).
 type Labeler struct {
-	cfg      Config
-	key      string     // the leader label's key: Key, or GroupLeaderKey in a group
-	election labels.Set // the election label: LeaseKey, or GroupKey in a group, with its value
-	pods     PodClient
-	clock    clock.WithTicker
-	log      *slog.Logger
-	metrics  *Metrics
-	started  atomic.Bool
+	cfg Config
+	key string // the leader label's key: Key, or GroupLeaderKey in a group
+	// electionKey and election are the election label and its value:
+	// LeaseKey naming the Lease, or in a group GroupKey naming the group.
+	electionKey, election string
+	pods                  PodClient
+	clock                 clock.WithTicker
+	log                   *slog.Logger
+	metrics               *Metrics
+	started               atomic.Bool
 
 	// idle, when set (by tests), is called each time Run is about to block,
 	// with the time its timer fires (armed false: no timer, only a change of
@@ -46,17 +47,18 @@ func New(cfg Config) (*Labeler, error) {
 		return nil, err
 	}
 	l := &Labeler{
-		cfg:      cfg,
-		key:      cfg.Key,
-		election: labels.Set{LeaseKey: electionValue(cfg.LeaseNamespace, cfg.LeaseName, cfg.Namespace)},
-		pods:     cfg.Pods,
-		clock:    cfg.Clock,
-		log:      cfg.Logger,
-		metrics:  cfg.Metrics,
+		cfg:         cfg,
+		key:         cfg.Key,
+		electionKey: LeaseKey,
+		election:    electionValue(cfg.LeaseNamespace, cfg.LeaseName, cfg.Namespace),
+		pods:        cfg.Pods,
+		clock:       cfg.Clock,
+		log:         cfg.Logger,
+		metrics:     cfg.Metrics,
 	}
 	if cfg.Group != "" {
 		l.key = GroupLeaderKey(cfg.Key, cfg.LeaseName)
-		l.election = labels.Set{GroupKey: electionValue(cfg.LeaseNamespace, cfg.Group, cfg.Namespace)}
+		l.electionKey, l.election = GroupKey, electionValue(cfg.LeaseNamespace, cfg.Group, cfg.Namespace)
 	}
 	if l.clock == nil {
 		l.clock = clock.RealClock{}
@@ -244,7 +246,7 @@ func (l *Labeler) cleanup(ctx context.Context, s *state) {
 	}
 	if !ownTrue {
 		s.known = false
-		l.log.Warn("the own Pod does not carry the leader label with this election's label; writing it again", "election", l.election.String())
+		l.log.Warn("the own Pod does not carry the leader label with this election's label; writing it again", "election", l.election)
 	}
 	next := l.cfg.Resync
 	if again {

@@ -35,7 +35,7 @@ func labelPatch(set labels.Set, resourceVersion string) []byte {
 // the election label with it, unconditionally: this instance alone decides
 // its Pod's values. The caller bounds ctx.
 func (l *Labeler) patchOwn(ctx context.Context, value bool) error {
-	set := labels.Merge(labels.Set{l.key: strconv.FormatBool(value)}, l.election)
+	set := labels.Set{l.key: strconv.FormatBool(value), l.electionKey: l.election}
 	_, err := l.pods.Patch(ctx, l.cfg.PodName, types.MergePatchType, labelPatch(set, ""), metav1.PatchOptions{FieldManager: FieldManager})
 	return err
 }
@@ -48,7 +48,7 @@ func (l *Labeler) listLabeled(ctx context.Context) ([]corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.requestTimeout())
 	defer cancel()
 	list, err := l.pods.List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Merge(labels.Set{l.key: "true"}, l.election)).String(),
+		LabelSelector: labels.SelectorFromSet(labels.Set{l.key: "true", l.electionKey: l.election}).String(),
 	})
 	if err != nil {
 		return nil, err
