@@ -110,7 +110,7 @@ type server struct {
 }
 
 // newSidecar builds the sidecar cfg describes, wired to d: the election
-// (one elector, or a lease group), the app-health prober and the leader
+// (a lease group, of one Lease or several), the app-health prober and the leader
 // label when configured, and the HTTP API and OPS servers on d's listeners.
 // Nothing runs, and nothing is written to the apiserver, before Run.
 func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
@@ -153,7 +153,7 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 		apiOptions.ServerClock = d.serverClock.Offset
 	}
 	if cfg.AppHealth.Enabled() {
-		if s.prober, err = newProber(cfg.AppHealth, elected.candidacy, d.clock, leasehold, d.log); err != nil {
+		if s.prober, err = newProber(cfg.AppHealth, elected.members, d.clock, leasehold, d.log); err != nil {
 			return nil, err
 		}
 		apiOptions.AppHealth = s.prober
