@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,19 +15,46 @@ import (
 	"github.com/leasehold/leasehold/internal/proxy"
 )
 
-// newProxy builds the forwarding proxy for the one Lease elector leads or
-// follows: each request's View is the elector's latest Snapshot judged at
-// the moment of forwarding.
-func newProxy(cfg config.Config, elector *elect.Elector, clk clock.PassiveClock, reg prometheus.Registerer, log *slog.Logger) (*proxy.Proxy, error) {
-	return proxy.New(proxy.Config{
+// newProxy builds the forwarding proxy for the election: for its one Lease,
+// or for each Lease of its group (a request names its Lease: see
+// internal/proxy). Each request's View is its Lease's elector's latest
+// Snapshot judged at the moment of forwarding.
+func newProxy(cfg config.Config, e *election, clk clock.PassiveClock, reg prometheus.Registerer, log *slog.Logger) (*proxy.Proxy, error) {
+	pc := proxy.Config{
 		Upstream:   cfg.ProxyUpstream,
-		Lease:      cfg.LeaseNamespace + "/" + cfg.LeaseName,
-		View:       func(now time.Time) proxy.View { return viewOf(elector.Snapshot(), now) },
 		Clock:      clk,
 		Registerer: reg,
 		Logger:     log.With("component", "proxy"),
 		RetryAfter: time.Second,
-	})
+	}
+	if e.group == nil {
+		pc.Lease = cfg.LeaseNamespace + "/" + cfg.LeaseName
+		pc.View = viewFunc(e.elector)
+	} else {
+		for _, el := range proxiedElectors(e) {
+			s := el.Snapshot()
+			pc.Leases = append(pc.Leases, proxy.Lease{Name: s.Namespace + "/" + s.Lease, View: viewFunc(el)})
+		}
+	}
+	return proxy.New(pc)
+}
+
+// proxiedElectors are the electors of the Leases the proxy serves: the one
+// Lease's, or each of the group's.
+func proxiedElectors(e *election) []*elect.Elector {
+	if e.group == nil {
+		return []*elect.Elector{e.elector}
+	}
+	var out []*elect.Elector
+	for _, el := range e.group.Elections() {
+		out = append(out, el.Elector)
+	}
+	return out
+}
+
+// viewFunc is the proxy's View of elector's Lease.
+func viewFunc(elector *elect.Elector) func(time.Time) proxy.View {
+	return func(now time.Time) proxy.View { return viewOf(elector.Snapshot(), now) }
 }
 
 // viewOf is what the proxy needs of s at now: leading (with the term's
@@ -49,6 +77,16 @@ func newProxyServer(p *proxy.Proxy) *http.Server {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
 	}
+}
+
+// followEveryTerm runs followTerms for each of electors, until ctx ends.
+func followEveryTerm(ctx context.Context, electors []*elect.Elector, clk clock.WithTicker, p *proxy.Proxy) error {
+	var wg sync.WaitGroup
+	for _, el := range electors {
+		wg.Go(func() { _ = followTerms(ctx, el.Snapshot, clk, p) }) // it ends with ctx, nil
+	}
+	wg.Wait()
+	return nil
 }
 
 // followTerms closes the proxy's long-lived connections of each term that

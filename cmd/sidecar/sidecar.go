@@ -182,7 +182,7 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 		{"ops", ops, d.ops},
 	}
 	if cfg.ProxyAddr != "" {
-		if s.proxy, err = newProxy(cfg, elected.elector, d.clock, leasehold, d.log); err != nil {
+		if s.proxy, err = newProxy(cfg, elected, d.clock, leasehold, d.log); err != nil {
 			return nil, err
 		}
 		s.servers = append(s.servers, server{"proxy", newProxyServer(s.proxy), d.proxy})
@@ -232,8 +232,9 @@ func (s *sidecar) Run(ctx context.Context) error {
 		jobs = append(jobs, job{"pod label", s.labeler.Run})
 	}
 	if s.proxy != nil {
+		electors := proxiedElectors(s.election)
 		jobs = append(jobs, job{"proxy terms", func(ctx context.Context) error {
-			return followTerms(ctx, s.election.elector.Snapshot, s.clock, s.proxy)
+			return followEveryTerm(ctx, electors, s.clock, s.proxy)
 		}})
 	}
 	// Every reason to stop but ctx: a task or a server failing. Each of
