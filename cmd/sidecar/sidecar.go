@@ -204,9 +204,10 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 // nil error).
 //
 // The forwarding proxy, when on, serves throughout, and closes last: when
-// the election's step-down ends its term, the upgraded connections and
-// streams it forwarded under that term close (followTerms); from then on
-// it forwards to the new leader (or answers 503), and once the servers
+// the election's step-down ends its term (each Lease's, in a group), the
+// upgraded connections and streams it forwarded under that term close
+// (followTerms, per Lease); from then on it forwards to the new leader (or
+// answers 503), and once the servers
 // stop it keeps doing so until no other proxy has forwarded to it for
 // proxyQuiet (its followers forward to the new leader), at most
 // proxyLingerTimeout, before it closes its listener. Run closes the
