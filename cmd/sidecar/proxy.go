@@ -29,32 +29,33 @@ func newProxy(cfg config.Config, e *election, clk clock.PassiveClock, reg promet
 	}
 	if e.group == nil {
 		pc.Lease = cfg.LeaseNamespace + "/" + cfg.LeaseName
-		pc.View = viewFunc(e.elector)
+		pc.View = viewFunc(e.elector.Snapshot)
 	} else {
-		for _, el := range proxiedElectors(e) {
-			s := el.Snapshot()
-			pc.Leases = append(pc.Leases, proxy.Lease{Name: s.Namespace + "/" + s.Lease, View: viewFunc(el)})
+		for _, snapshot := range proxiedSnapshots(e) {
+			s := snapshot()
+			pc.Leases = append(pc.Leases, proxy.Lease{Name: s.Namespace + "/" + s.Lease, View: viewFunc(snapshot)})
 		}
 	}
 	return proxy.New(pc)
 }
 
-// proxiedElectors are the electors of the Leases the proxy serves: the one
-// Lease's, or each of the group's.
-func proxiedElectors(e *election) []*elect.Elector {
+// proxiedSnapshots give the latest Snapshot of each Lease the proxy
+// serves: the one Lease's, or each of the group's.
+func proxiedSnapshots(e *election) []func() *elect.Snapshot {
 	if e.group == nil {
-		return []*elect.Elector{e.elector}
+		return []func() *elect.Snapshot{e.elector.Snapshot}
 	}
-	var out []*elect.Elector
+	var out []func() *elect.Snapshot
 	for _, el := range e.group.Elections() {
-		out = append(out, el.Elector)
+		out = append(out, el.Snapshot)
 	}
 	return out
 }
 
-// viewFunc is the proxy's View of elector's Lease.
-func viewFunc(elector *elect.Elector) func(time.Time) proxy.View {
-	return func(now time.Time) proxy.View { return viewOf(elector.Snapshot(), now) }
+// viewFunc is the proxy's View of the Lease whose latest Snapshot snapshot
+// gives.
+func viewFunc(snapshot func() *elect.Snapshot) func(time.Time) proxy.View {
+	return func(now time.Time) proxy.View { return viewOf(snapshot(), now) }
 }
 
 // viewOf is what the proxy needs of s at now: leading (with the term's
@@ -79,11 +80,12 @@ func newProxyServer(p *proxy.Proxy) *http.Server {
 	}
 }
 
-// followEveryTerm runs followTerms for each of electors, until ctx ends.
-func followEveryTerm(ctx context.Context, electors []*elect.Elector, clk clock.WithTicker, p *proxy.Proxy) error {
+// followEveryTerm runs followTerms for each Lease's snapshot, until ctx
+// ends.
+func followEveryTerm(ctx context.Context, snapshots []func() *elect.Snapshot, clk clock.WithTicker, p *proxy.Proxy) error {
 	var wg sync.WaitGroup
-	for _, el := range electors {
-		wg.Go(func() { _ = followTerms(ctx, el.Snapshot, clk, p) }) // it ends with ctx, nil
+	for _, snapshot := range snapshots {
+		wg.Go(func() { _ = followTerms(ctx, snapshot, clk, p) }) // it ends with ctx, nil
 	}
 	wg.Wait()
 	return nil
