@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,5 +184,39 @@ func TestNewValidatesLeases(t *testing.T) {
 				t.Errorf("New: %v names %s, want %s and %q", err, re.Fields[0].Name, tc.field, tc.inText)
 			}
 		})
+	}
+}
+
+// In a group, a request whose Lease's leader's proxy refused the
+// connection goes once more where that Lease's leader is known to be now:
+// by the View of the same Lease, read again (here: this instance now leads
+// it), with that Lease's token and name; the other Lease's View is not read.
+func TestGroupRefusedAtConnectGoesOnceMoreForItsLease(t *testing.T) {
+	app := newApp(t, "local")
+	gone := deadAddr(t)
+	var reads atomic.Int64
+	b := func(time.Time) View {
+		if reads.Add(1) == 1 {
+			return View{LeaderAddress: gone}
+		}
+		return View{Leading: true, Token: 81, Term: 9}
+	}
+	var otherReads atomic.Int64
+	a := func(time.Time) View {
+		otherReads.Add(1)
+		return View{LeaderAddress: gone}
+	}
+	i := newInstance(t, Config{Upstream: app.addr(), Leases: []Lease{{Name: "shop/a", View: a}, {Name: "shop/b", View: b}}})
+	req, _ := http.NewRequest(http.MethodPost, i.url()+"/charge", strings.NewReader(`{"amount": 100}`))
+	req.Header.Set(HeaderLease, "b")
+	if got := do(t, newClient(t), req); got.status != 200 || got.body != "ok from local" {
+		t.Fatalf("%d %s, want the local app's answer", got.status, got.body)
+	}
+	seen := app.requests()
+	if len(seen) != 1 || seen[0].Header.Get(HeaderFencingToken) != "81" || seen[0].Header.Get(HeaderLease) != "b" || seen[0].Body != `{"amount": 100}` {
+		t.Fatalf("the app got %+v, want the request once, with b's token 81 and its name", seen)
+	}
+	if n := otherReads.Load(); n != 0 {
+		t.Errorf("the View of Lease a was read %d times for a request for b", n)
 	}
 }
