@@ -230,15 +230,36 @@ func TestGroupProxyServesEachLeaseFromItsLeader(t *testing.T) {
 // Graceful handovers in a lease group, under load through the proxies: two
 // sidecars each lead one of two Leases, and clients send requests for both
 // Leases, without pause, to both proxies. One sidecar is SIGTERMed: it
-// hands its Lease to the other, which then leads both; a new sidecar joins
-// and takes one over; twice. No proxy answers 502, no proxy of a sidecar
-// that stays leaves a request unanswered, every SIGTERMed sidecar exits 0,
-// and each app serves a Lease only under the tokens its own sidecar led
-// that Lease under.
+// hands its Lease to the other (in one write, the group's default; or, with
+// LEASEHOLD_HANDOVER=any, by a release the other acquires), which then
+// leads both; a new sidecar joins and takes one over; handoversPerGroupMode
+// times in each mode. No proxy answers 502, no proxy of a sidecar that
+// stays leaves a request unanswered, every SIGTERMed sidecar exits 0, and
+// each app serves a Lease only under the tokens its own sidecar led that
+// Lease under.
 func TestGroupProxyHandoversAnswerNo502(t *testing.T) {
-	const handovers = 2
-	f := newFleet(t)
-	f.Env = []string{"LEASEHOLD_SHARDS=2"}
+	for _, mode := range []struct{ name, env string }{
+		{"one write", ""},
+		{"any", "LEASEHOLD_HANDOVER=any"},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			f := newFleet(t)
+			f.Env = []string{"LEASEHOLD_SHARDS=2"}
+			if mode.env != "" {
+				f.Env = append(f.Env, mode.env)
+			}
+			groupProxyHandovers(t, f, handoversPerGroupMode)
+		})
+	}
+}
+
+// handoversPerGroupMode is how many handovers
+// TestGroupProxyHandoversAnswerNo502 runs in each mode.
+const handoversPerGroupMode = 8
+
+// groupProxyHandovers runs the handovers of
+// TestGroupProxyHandoversAnswerNo502 in f's group.
+func groupProxyHandovers(t *testing.T, f fleet.Config, handovers int) {
 	leases := []string{"app-0", "app-1"}
 	members := []*groupMember{startGroupMember(t, f, "a"), startGroupMember(t, f, "b")}
 	settledShares(t, members[0].Instance, members[1].Instance)
