@@ -255,7 +255,7 @@ func New(cfg Config) (*Proxy, error) {
 	if p.base == nil {
 		p.base = DefaultTransport()
 	}
-	if err := p.serve(cfg); err != nil {
+	if err := p.setUpLeases(cfg); err != nil {
 		return nil, err
 	}
 	errLog := p.log // ReverseProxy's own lines: with the Lease, when there is one
@@ -298,10 +298,10 @@ func retryAfterSeconds(d time.Duration) int {
 	return max(1, int((d+time.Second-1)/time.Second))
 }
 
-// serve sets up the Leases cfg names, with their series: for one Lease,
+// setUpLeases sets up the Leases cfg names, with their series: for one Lease,
 // registered with Config.Registerer as they are; for a group, each Lease's
 // labelled with lease (its name), and the group's routing.
-func (p *Proxy) serve(cfg Config) error {
+func (p *Proxy) setUpLeases(cfg Config) error {
 	leases := cfg.Leases
 	if leases == nil {
 		leases = []Lease{{Name: cfg.Lease, View: cfg.View}}
