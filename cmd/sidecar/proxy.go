@@ -27,7 +27,7 @@ func newProxy(cfg config.Config, e *election, clk clock.PassiveClock, reg promet
 		Logger:     log.With("component", "proxy"),
 		RetryAfter: time.Second,
 	}
-	if e.group == nil {
+	if e.elector != nil {
 		pc.Lease = cfg.LeaseNamespace + "/" + cfg.LeaseName
 		pc.View = viewFunc(e.elector.Snapshot)
 	} else {
@@ -40,13 +40,10 @@ func newProxy(cfg config.Config, e *election, clk clock.PassiveClock, reg promet
 }
 
 // proxiedSnapshots give the latest Snapshot of each Lease the proxy
-// serves: the one Lease's, or each of the group's.
+// serves: each of the election's, one Lease or a group's.
 func proxiedSnapshots(e *election) []func() *elect.Snapshot {
-	if e.group == nil {
-		return []func() *elect.Snapshot{e.elector.Snapshot}
-	}
 	var out []func() *elect.Snapshot
-	for _, el := range e.group.Elections() {
+	for _, el := range e.members.Elections() {
 		out = append(out, el.Snapshot)
 	}
 	return out
