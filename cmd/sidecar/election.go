@@ -14,68 +14,57 @@ import (
 	"github.com/leasehold/leasehold/internal/kubeclient"
 )
 
-// election is what the sidecar campaigns with: one elector, or a lease
-// group of them. One Lease handed to a successor on leaving
-// (LEASEHOLD_HANDOVER=successor) runs as a group of that one Lease, for its
-// membership, and is served as one Lease.
+// election is what the sidecar campaigns with: a lease group, of one
+// Lease or several. A single Lease is a group of one, with membership only
+// when a handover to a chosen successor or data-aware failover needs it
+// (config.Election.MemberGroup), and is served as one Lease.
 type election struct {
-	run func(context.Context) error
-	// candidacy puts this instance in the election or takes it out (for
-	// health-gated candidacy): the elector's, or the group's membership.
-	candidacy interface {
-		SetCandidate(ctx context.Context, candidate bool, reason string) (bool, error)
-	}
-	elector *elect.Elector   // the one Lease's elector; nil for a group
-	served  httpapi.Election // what the HTTP layer serves for the one Lease
-	group   *group.Group     // nil for one Lease
-	// members is the group of the one Lease kept for its membership
-	// (Handover, Ranked); nil otherwise.
+	// members is the group: its Run, its candidacy (for health-gated
+	// candidacy) and its membership's view (Rank).
 	members *group.Group
+	// one is the single Lease's election, served as one Lease; zero for a
+	// group.
+	one group.Election
+	// elector is the single Lease's elector, which the leader label and the
+	// proxy follow; nil for a group.
+	elector *elect.Elector
 }
 
-// newElection builds the elector or the group that cfg describes, on clk
-// (nil: the real clock), with its metrics registered in reg (labelled with
-// the Lease, or the group).
+// newElection builds the group cfg describes, on clk (nil: the real
+// clock), with its metrics registered in reg (labelled with the Lease, or
+// the group).
 func newElection(cfg config.Config, leases *kubeclient.LeaseClient, clk clock.WithTicker, reg prometheus.Registerer, log *slog.Logger) (*election, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	if cfg.MemberGroup() == "" {
-		elector, err := elect.New(elect.Config{
-			Config:  cfg.ElectionConfig(),
-			Leases:  leases,
-			Clock:   clk,
-			Logger:  log,
-			Metrics: elect.NewMetrics(reg),
-		})
-		if err != nil {
-			return nil, err
-		}
-		return &election{run: elector.Run, candidacy: elector, elector: elector, served: elector}, nil
-	}
 	gc := cfg.GroupConfig()
 	gc.Client, gc.Clock, gc.Registerer, gc.StartedAt = leases, clk, reg, clk.Now()
-	gc.Logger = log // the group adds its name to each line
+	gc.Logger = log // a group with membership adds its name to each line
 	gc.LeaseLabeled = !cfg.Grouped()
 	g, err := group.New(gc)
 	if err != nil {
 		return nil, err
 	}
+	e := &election{members: g}
 	if !cfg.Grouped() {
-		one := g.Elections()[0]
-		return &election{run: g.Run, candidacy: g, elector: one.Elector, served: one, members: g}, nil
+		e.one = g.Elections()[0]
+		e.elector = e.one.Elector
 	}
-	return &election{run: g.Run, candidacy: g, group: g}, nil
+	return e, nil
 }
 
-// apiOptions sets the election's part of the HTTP layer's options.
+// run runs the election until ctx ends (group.Group.Run).
+func (e *election) run(ctx context.Context) error { return e.members.Run(ctx) }
+
+// apiOptions sets the election's part of the HTTP layer's options: the
+// single Lease, or the group and its elections.
 func (e *election) apiOptions(opts *httpapi.Options) {
-	if e.group == nil {
-		opts.Election = e.served
+	if e.elector != nil {
+		opts.Election = e.one
 		return
 	}
-	opts.Group = e.group
-	for _, el := range e.group.Elections() {
+	opts.Group = e.members
+	for _, el := range e.members.Elections() {
 		opts.Elections = append(opts.Elections, el)
 	}
 }

@@ -70,21 +70,15 @@ func newLabelers(cfg config.Config, restConfig *rest.Config, elected *election, 
 	if err != nil {
 		return nil, err
 	}
-	if elected.group == nil {
-		lc := cfg.PodLabelConfig(cfg.Leases[0])
-		lc.Pods, lc.Source, lc.Clock, lc.Logger, lc.Metrics = pods, elected.elector, clk, log, podlabel.NewMetrics(registry)
-		l, err := podlabel.New(lc)
-		if err != nil {
-			return nil, err
-		}
-		return []*podlabel.Labeler{l}, nil
-	}
 	var labelers []*podlabel.Labeler
-	for _, el := range elected.group.Elections() {
+	for _, el := range elected.members.Elections() {
 		lease := el.Snapshot().Lease
 		lc := cfg.PodLabelConfig(lease)
-		lc.Pods, lc.Source, lc.Clock, lc.Logger = pods, el.Elector, clk, log.With("lease", lease)
-		lc.Metrics = podlabel.NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"lease": lease}, registry))
+		lc.Pods, lc.Source, lc.Clock, lc.Logger, lc.Metrics = pods, el.Elector, clk, log, podlabel.NewMetrics(registry)
+		if cfg.Grouped() {
+			lc.Logger = log.With("lease", lease)
+			lc.Metrics = podlabel.NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"lease": lease}, registry))
+		}
 		l, err := podlabel.New(lc)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,19 +15,44 @@ import (
 	"github.com/leasehold/leasehold/internal/proxy"
 )
 
-// newProxy builds the forwarding proxy for the one Lease elector leads or
-// follows: each request's View is the elector's latest Snapshot judged at
-// the moment of forwarding.
-func newProxy(cfg config.Config, elector *elect.Elector, clk clock.PassiveClock, reg prometheus.Registerer, log *slog.Logger) (*proxy.Proxy, error) {
-	return proxy.New(proxy.Config{
+// newProxy builds the forwarding proxy for the election: for its one Lease,
+// or for each Lease of its group (a request names its Lease: see
+// internal/proxy). Each request's View is its Lease's elector's latest
+// Snapshot judged at the moment of forwarding.
+func newProxy(cfg config.Config, e *election, clk clock.PassiveClock, reg prometheus.Registerer, log *slog.Logger) (*proxy.Proxy, error) {
+	pc := proxy.Config{
 		Upstream:   cfg.ProxyUpstream,
-		Lease:      cfg.LeaseNamespace + "/" + cfg.LeaseName,
-		View:       func(now time.Time) proxy.View { return viewOf(elector.Snapshot(), now) },
 		Clock:      clk,
 		Registerer: reg,
 		Logger:     log.With("component", "proxy"),
 		RetryAfter: time.Second,
-	})
+	}
+	if e.elector != nil {
+		pc.Lease = cfg.LeaseNamespace + "/" + cfg.LeaseName
+		pc.View = viewFunc(e.elector.Snapshot)
+	} else {
+		for _, snapshot := range proxiedSnapshots(e) {
+			s := snapshot()
+			pc.Leases = append(pc.Leases, proxy.Lease{Name: s.Namespace + "/" + s.Lease, View: viewFunc(snapshot)})
+		}
+	}
+	return proxy.New(pc)
+}
+
+// proxiedSnapshots give the latest Snapshot of each Lease the proxy
+// serves: each of the election's, one Lease or a group's.
+func proxiedSnapshots(e *election) []func() *elect.Snapshot {
+	var out []func() *elect.Snapshot
+	for _, el := range e.members.Elections() {
+		out = append(out, el.Snapshot)
+	}
+	return out
+}
+
+// viewFunc is the proxy's View of the Lease whose latest Snapshot snapshot
+// gives.
+func viewFunc(snapshot func() *elect.Snapshot) func(time.Time) proxy.View {
+	return func(now time.Time) proxy.View { return viewOf(snapshot(), now) }
 }
 
 // viewOf is what the proxy needs of s at now: leading (with the term's
@@ -49,6 +75,17 @@ func newProxyServer(p *proxy.Proxy) *http.Server {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
 	}
+}
+
+// followEveryTerm runs followTerms for each Lease's snapshot, until ctx
+// ends.
+func followEveryTerm(ctx context.Context, snapshots []func() *elect.Snapshot, clk clock.WithTicker, p *proxy.Proxy) error {
+	var wg sync.WaitGroup
+	for _, snapshot := range snapshots {
+		wg.Go(func() { _ = followTerms(ctx, snapshot, clk, p) }) // it ends with ctx, nil
+	}
+	wg.Wait()
+	return nil
 }
 
 // followTerms closes the proxy's long-lived connections of each term that

@@ -99,6 +99,65 @@ func TestFollowTermsClosesWhenTheTermEnds(t *testing.T) {
 	}
 }
 
+// followEveryTerm follows each Lease of a group: an upgraded connection
+// forwarded under Lease b's term closes when b's step-down is published,
+// while one under a's term, of the same token, stays open until a's is.
+func TestFollowEveryTermFollowsEachLease(t *testing.T) {
+	const bound = 5 * time.Second
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	term := func(lease string, leading bool) elect.Snapshot {
+		return elect.Snapshot{Namespace: "ns", Lease: lease, Leading: leading, Holder: "me", Term: 1, Token: 5, ValidUntil: t0.Add(time.Hour)}
+	}
+	pubs := map[string]*elect.Publisher{"a": elect.NewPublisher(term("a", true)), "b": elect.NewPublisher(term("b", true))}
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		upgrade.Echo(brw, "echo", r.Header.Get(proxy.HeaderLease)+": ")
+	}))
+	defer app.Close()
+	var leases []proxy.Lease
+	var snapshots []func() *elect.Snapshot
+	for _, name := range []string{"a", "b"} {
+		leases = append(leases, proxy.Lease{Name: "ns/" + name, View: viewFunc(pubs[name].Load)})
+		snapshots = append(snapshots, pubs[name].Load)
+	}
+	p, err := proxy.New(proxy.Config{Upstream: app.Listener.Addr().String(), Leases: leases, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer func() {
+		srv.Close()
+		p.CloseIdleConnections()
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- followEveryTerm(ctx, snapshots, clk, p) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("followEveryTerm: %v", err)
+		}
+	}()
+
+	onA, onB := upgradeEchoFor(t, srv.Listener.Addr().String(), "a"), upgradeEchoFor(t, srv.Listener.Addr().String(), "b")
+	onA.roundTrip(t, "a: ", "hello")
+	onB.roundTrip(t, "b: ", "hello")
+	pubs["b"].Publish(term("b", false))
+	if err := onB.closedWithin(bound); err != nil {
+		t.Errorf("b's connection, after b's step-down: %v", err)
+	}
+	onA.roundTrip(t, "a: ", "a's term goes on")
+	pubs["a"].Publish(term("a", false))
+	if err := onA.closedWithin(bound); err != nil {
+		t.Errorf("a's connection, after a's step-down: %v", err)
+	}
+}
+
 // echoConn is an upgraded connection to the echo app.
 type echoConn struct {
 	conn net.Conn
@@ -106,6 +165,13 @@ type echoConn struct {
 }
 
 func upgradeEcho(t *testing.T, addr string) *echoConn {
+	t.Helper()
+	return upgradeEchoFor(t, addr, "")
+}
+
+// upgradeEchoFor is upgradeEcho for the Lease lease of a group (none when
+// "").
+func upgradeEchoFor(t *testing.T, addr, lease string) *echoConn {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -115,6 +181,9 @@ func upgradeEcho(t *testing.T, addr string) *echoConn {
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/ws", nil)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", "echo")
+	if lease != "" {
+		req.Header.Set(proxy.HeaderLease, lease)
+	}
 	if err := req.Write(conn); err != nil {
 		t.Fatal(err)
 	}

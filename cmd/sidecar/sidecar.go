@@ -110,7 +110,7 @@ type server struct {
 }
 
 // newSidecar builds the sidecar cfg describes, wired to d: the election
-// (one elector, or a lease group), the app-health prober and the leader
+// (a lease group, of one Lease or several), the app-health prober and the leader
 // label when configured, and the HTTP API and OPS servers on d's listeners.
 // Nothing runs, and nothing is written to the apiserver, before Run.
 func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
@@ -153,7 +153,7 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 		apiOptions.ServerClock = d.serverClock.Offset
 	}
 	if cfg.AppHealth.Enabled() {
-		if s.prober, err = newProber(cfg.AppHealth, elected.candidacy, d.clock, leasehold, d.log); err != nil {
+		if s.prober, err = newProber(cfg.AppHealth, elected.members, d.clock, leasehold, d.log); err != nil {
 			return nil, err
 		}
 		apiOptions.AppHealth = s.prober
@@ -182,7 +182,7 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 		{"ops", ops, d.ops},
 	}
 	if cfg.ProxyAddr != "" {
-		if s.proxy, err = newProxy(cfg, elected.elector, d.clock, leasehold, d.log); err != nil {
+		if s.proxy, err = newProxy(cfg, elected, d.clock, leasehold, d.log); err != nil {
 			return nil, err
 		}
 		s.servers = append(s.servers, server{"proxy", newProxyServer(s.proxy), d.proxy})
@@ -205,13 +205,13 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 // nil error).
 //
 // The forwarding proxy, when on, serves throughout, and closes last: when
-// the election's step-down ends its term, the upgraded connections and
-// streams it forwarded under that term close (followTerms); from then on
-// it forwards to the new leader (or answers 503), and once the servers
-// stop it keeps doing so until no other proxy has forwarded to it for
-// proxyQuiet (its followers forward to the new leader), at most
-// proxyLingerTimeout, before it closes its listener. Run closes the
-// listeners; call it once.
+// the election's step-down ends its term (each Lease's, in a group), the
+// upgraded connections and streams it forwarded under that term close
+// (followTerms, per Lease); from then on it forwards to the new leader (or
+// answers 503), and once the servers stop it keeps doing so until no other
+// proxy has forwarded to it for proxyQuiet (its followers forward to the
+// new leader), at most proxyLingerTimeout, before it closes its listener.
+// Run closes the listeners; call it once.
 //
 // Beside the election, Run reads the apiserver's version once
 // (serverversion.Checker: logged, in every status and in the metrics); the
@@ -233,8 +233,9 @@ func (s *sidecar) Run(ctx context.Context) error {
 		jobs = append(jobs, job{"pod label", runLabelers(s.labelers)})
 	}
 	if s.proxy != nil {
+		snapshots := proxiedSnapshots(s.election)
 		jobs = append(jobs, job{"proxy terms", func(ctx context.Context) error {
-			return followTerms(ctx, s.election.elector.Snapshot, s.clock, s.proxy)
+			return followEveryTerm(ctx, snapshots, s.clock, s.proxy)
 		}})
 	}
 	// Every reason to stop but ctx: a task or a server failing. Each of

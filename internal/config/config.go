@@ -411,9 +411,9 @@ func Load() (Config, error) {
 //     or not at all; the first is a listen address (as rule 5), the second
 //     host:port with a host and a port from 1 to 65535; the proxy needs
 //     LEASEHOLD_ADVERTISE_ADDRESS (the followers forward to the leader's
-//     advertised address, which must be its proxy's), serves one Lease
-//     (an error with a group), and an observer cannot serve it (it never
-//     leads). (Checked after rule 8.)
+//     advertised address, which must be its proxy's; in a group, each
+//     Lease's leader's), and an observer cannot serve it (it never leads).
+//     (Checked after rule 8.)
 //  13. LEASEHOLD_APP_RANK_URL, if set, is an absolute http or https URL
 //     with a host, probed with LEASEHOLD_APP_HEALTH_TIMEOUT and
 //     LEASEHOLD_APP_HEALTH_INTERVAL (which it allows without
@@ -678,18 +678,8 @@ func (c Config) validateProxy() error {
 	switch {
 	case c.AdvertiseAddress == "":
 		return errorf(varProxyAddr, "set without %s: followers forward to the leader's advertised address, so set it to this Pod's address and the proxy's port", varAdvertiseAddress)
-	case c.Grouped():
-		return errorf(varProxyAddr, "set with a lease group (%s): the proxy forwards to the leader of one Lease", varGroupish(c))
 	case !c.Candidate:
 		return errorf(varProxyAddr, "set with %s=false: an observer never leads, so it would only forward; run the proxy beside a candidate", varCandidate)
 	}
 	return nil
-}
-
-// varGroupish names the variable that made a group.
-func varGroupish(c Config) string {
-	if c.LeaseName != "" {
-		return varShards
-	}
-	return varLeases
 }

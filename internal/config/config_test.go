@@ -342,6 +342,17 @@ func TestRules(t *testing.T) {
 		{name: "pod label without pod namespace", env: with("LEASEHOLD_POD_LABEL", "leader", "POD_NAME", "p"),
 			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{"POD_NAMESPACE not set", "absent"}},
 
+		// 12. The forwarding proxy.
+		{name: "proxy upstream without proxy addr", env: with("LEASEHOLD_PROXY_UPSTREAM", "127.0.0.1:8080"),
+			wantVar: "LEASEHOLD_PROXY_UPSTREAM", wantIn: []string{"without LEASEHOLD_PROXY_ADDR"}},
+		{name: "proxy without advertise address", env: with("LEASEHOLD_PROXY_ADDR", ":4050", "LEASEHOLD_PROXY_UPSTREAM", "127.0.0.1:8080"),
+			wantVar: "LEASEHOLD_PROXY_ADDR", wantIn: []string{"without LEASEHOLD_ADVERTISE_ADDRESS"}},
+		{name: "proxy in a group without advertise address", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_PROXY_ADDR", ":4050", "LEASEHOLD_PROXY_UPSTREAM", "127.0.0.1:8080"),
+			wantVar: "LEASEHOLD_PROXY_ADDR", wantIn: []string{"without LEASEHOLD_ADVERTISE_ADDRESS"}},
+		{name: "proxy in a group of observers", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_CANDIDATE", "false", "LEASEHOLD_PROXY_ADDR", ":4050",
+			"LEASEHOLD_PROXY_UPSTREAM", "127.0.0.1:8080", "LEASEHOLD_ADVERTISE_ADDRESS", "10.0.0.7:4050"),
+			wantVar: "LEASEHOLD_PROXY_ADDR", wantIn: []string{"LEASEHOLD_CANDIDATE=false", "observer"}},
+
 		// Order: the first broken rule is reported.
 		{name: "order name before namespace", env: map[string]string{"LEASEHOLD_LEASE_NAME": "Bad"},
 			wantVar: "LEASEHOLD_LEASE_NAME"},
@@ -760,6 +771,28 @@ func TestLeaseGroups(t *testing.T) {
 			}
 			if !reflect.DeepEqual(c.Election, tc.want) {
 				t.Errorf("got  %+v\nwant %+v", c.Election, tc.want)
+			}
+		})
+	}
+}
+
+// Rule 12: the forwarding proxy runs beside a candidate that advertises
+// an address, for one Lease or for a lease group.
+func TestProxy(t *testing.T) {
+	proxy := []string{"LEASEHOLD_PROXY_ADDR", ":4050", "LEASEHOLD_PROXY_UPSTREAM", "127.0.0.1:8080", "LEASEHOLD_ADVERTISE_ADDRESS", "10.0.0.7:4050"}
+	for name, env := range map[string]map[string]string{
+		"one Lease": with(proxy...),
+		"shards":    with(append([]string{"LEASEHOLD_SHARDS", "3"}, proxy...)...),
+		"roles":     {"LEASEHOLD_LEASES": "a,b", "LEASEHOLD_LEASE_NAMESPACE": "default", proxy[0]: proxy[1], proxy[2]: proxy[3], proxy[4]: proxy[5]},
+	} {
+		t.Run(name, func(t *testing.T) {
+			setEnv(t, env)
+			c, err := testLoader(t).Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ProxyAddr != ":4050" || c.ProxyUpstream != "127.0.0.1:8080" {
+				t.Errorf("proxy %q upstream %q", c.ProxyAddr, c.ProxyUpstream)
 			}
 		})
 	}

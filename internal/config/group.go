@@ -170,10 +170,11 @@ func (c Config) ElectionConfig() decide.Config {
 	}
 }
 
-// GroupConfig is the lease group's configuration (with a group, or a single
-// Lease with Handover or Ranked: a greedy group of one Lease, for its membership):
-// what group.New needs besides the Lease client, clock, logger,
-// registerer and start time.
+// GroupConfig is the configuration of the election as a lease group: a
+// group, or a single Lease as a greedy group of one (Name MemberGroup: ""
+// without membership, the Lease's own name with Handover or Ranked). It is
+// what group.New needs besides the Lease client, clock, logger, registerer
+// and start time.
 func (c Config) GroupConfig() group.Config {
 	return group.Config{
 		Name:      c.MemberGroup(),

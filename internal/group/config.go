@@ -21,7 +21,11 @@ const MaxLeases = 1024
 type Config struct {
 	// Name is the group's name: the value of MemberLabel on its members'
 	// Leases, and the prefix of their names. Every replica of the group
-	// uses the same.
+	// uses the same. "" makes a group of one Lease without membership: no
+	// member Lease is written or watched (so Balance, Handover and Rank are
+	// off), the group registers none of its own series and adds no group
+	// key to log lines, and a candidate's elector campaigns on its own, as
+	// a single Lease does.
 	Name string
 	// Leases are the names of the group's Leases, in configured order.
 	Leases []string
@@ -78,7 +82,8 @@ type Config struct {
 // fields it relates, with their values:
 //
 //   - Name is a label value (at most 63 characters) that makes valid member
-//     Lease names (MemberLeaseName: <name>-member-<hash>, a DNS subdomain);
+//     Lease names (MemberLeaseName: <name>-member-<hash>, a DNS subdomain),
+//     or "" for one Lease with Balance, Handover and Rank off;
 //   - there are 1 to MaxLeases Leases, none listed twice;
 //   - Election satisfies decide.Config.Validate, with the first Lease as its
 //     Name;
@@ -86,9 +91,12 @@ type Config struct {
 //     RankPeriod.
 func (c *Config) Validate() error {
 	name := rule.Field{Name: "Name", Label: "group name", Value: c.Name}
+	if c.Name == "" && len(c.Leases) == 1 && !c.Balance && !c.Handover && !c.Rank {
+		return c.validateElection()
+	}
 	if errs := validation.IsValidLabelValue(c.Name); len(errs) > 0 || c.Name == "" {
 		if c.Name == "" {
-			errs = append(errs, "required")
+			errs = append(errs, "required with several Leases, Balance, Handover or Rank")
 		}
 		return rule.Errorf(component, "%s must be a label value (at most 63 characters: letters, digits, '-', '_', '.'): %s", name, strings.Join(errs, "; "))
 	}
@@ -110,10 +118,19 @@ func (c *Config) Validate() error {
 			rule.Field{Name: "Rank", Label: "rank", Value: c.Rank}, rule.Field{Name: "Balance", Label: "balance", Value: c.Balance},
 			rule.Field{Name: "RankPeriod", Label: "rank period", Value: c.RankPeriod})
 	}
+	return c.validateElection()
+}
+
+// validateElection checks Election, with the first Lease as its Name.
+func (c *Config) validateElection() error {
 	e := c.Election
 	e.Name = c.Leases[0]
 	return e.Validate()
 }
+
+// membership reports whether the candidates of the group keep member
+// Leases (Name is set).
+func (c *Config) membership() bool { return c.Name != "" }
 
 // electionConfig is the election of the group's Lease name: a member
 // campaigns only for what its plan gives it; an observer never does; a

@@ -20,8 +20,9 @@ import (
 // own), a Tick when an elector notifies, the
 // returns of its candidacy calls (one goroutine per call, at most one per
 // elector), fitness changes and stay-outs from other goroutines, and
-// timer ticks; and it carries out every Output. An observer's driver
-// only publishes what its electors report.
+// timer ticks; and it carries out every Output. Without a Machine (an
+// observer, or a group without membership) the driver only publishes what
+// its electors report.
 type driver struct {
 	*Group
 	stopElectors func()
@@ -107,8 +108,8 @@ func (d *driver) run(ctx context.Context, failed <-chan error) error {
 	}
 }
 
-// observe is an observer's loop: it publishes what the electors report
-// until ctx ends or an elector fails.
+// observe is the loop without a Machine: it publishes what the electors
+// report until ctx ends or an elector fails.
 func (d *driver) observe(ctx context.Context, failed <-chan error) error {
 	for {
 		select {

@@ -37,12 +37,16 @@ func MemberLeaseName(group, identity string) string { return member.LeaseName(gr
 // safely. So every Lease of a group keeps every guarantee of a single Lease
 // (its own fencing token, validity, immediate step-down, safe release,
 // watch-driven takeover), whatever the membership view.
+//
+// A single Lease is a group of one: without membership (Config.Name "")
+// when nothing needs it, so that its elector campaigns on its own, or with
+// it, for a handover to a chosen successor or data-aware failover.
 type Group struct {
 	cfg      Config
 	clock    clock.WithTicker
 	log      *slog.Logger
 	electors []*elect.Elector
-	machine  *member.Machine // nil for an observer
+	machine  *member.Machine // nil for an observer, and without membership
 	metrics  *metrics
 
 	snapshots *Publisher
@@ -73,13 +77,17 @@ func New(cfg Config) (*Group, error) {
 		return nil, err
 	}
 	g := &Group{
-		cfg:     cfg,
-		clock:   cfg.Clock,
-		log:     cfg.Logger,
-		notify:  make(chan struct{}, 1),
-		inputs:  make(chan groupCall),
-		done:    make(chan struct{}),
-		metrics: newMetrics(cfg.Registerer),
+		cfg:    cfg,
+		clock:  cfg.Clock,
+		log:    cfg.Logger,
+		notify: make(chan struct{}, 1),
+		inputs: make(chan groupCall),
+		done:   make(chan struct{}),
+	}
+	if cfg.membership() {
+		g.metrics = newMetrics(cfg.Registerer)
+	} else {
+		g.metrics = newMetrics(nil)
 	}
 	if g.clock == nil {
 		g.clock = clock.RealClock{}
@@ -87,8 +95,10 @@ func New(cfg Config) (*Group, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
-	g.log = g.log.With("group", cfg.Name)
-	if cfg.Candidate {
+	if cfg.membership() {
+		g.log = g.log.With("group", cfg.Name)
+	}
+	if cfg.Candidate && cfg.membership() {
 		m, err := member.New(cfg.memberConfig())
 		if err != nil {
 			return nil, err
@@ -103,10 +113,10 @@ func New(cfg Config) (*Group, error) {
 		}
 		var successor func() elect.Heir
 		var witnessed func(string) (time.Time, bool)
-		if cfg.Candidate && cfg.Handover {
+		if g.machine != nil && cfg.Handover {
 			successor = func() elect.Heir { return g.heirOf(i) }
 		}
-		if cfg.Candidate {
+		if g.machine != nil {
 			witnessed = func(version string) (time.Time, bool) {
 				if w := g.writes.Load(); w != nil {
 					return member.SentAt(*w, version)
@@ -166,8 +176,12 @@ func (g *Group) Done() <-chan struct{} { return g.done }
 // and releases every Lease it holds safely). It is how health-gated
 // candidacy drives a group. It returns once the loop has taken the change;
 // the releases follow. The bool is always false: releases are reported per
-// Lease.
+// Lease. Without membership (Config.Name "") it is the one elector's
+// SetCandidate, with its answer.
 func (g *Group) SetCandidate(ctx context.Context, fit bool, reason string) (bool, error) {
+	if !g.cfg.membership() {
+		return g.electors[0].SetCandidate(ctx, fit, reason)
+	}
 	if g.machine == nil {
 		return false, nil // an observer is never a member
 	}

@@ -3,7 +3,8 @@
 // the app of the instance that validly leads, so that clients can call any
 // replica and only the leader's app answers.
 //
-// A Proxy (New, Config) decides per request, from one View of leadership:
+// A Proxy (New, Config) decides per request, from one View of leadership
+// (of the request's Lease, in a group: see "Lease groups"):
 //
 //   - Leading: the request goes to the local app (Config.Upstream) with
 //     X-Leasehold-Fencing-Token (the term's fencing token, decimal) and
@@ -27,6 +28,26 @@
 //     code forward_loop. A request is forwarded at most once; the leader
 //     serves a request carrying the guard as any other.
 //   - Not leading, no valid leader known: 503, code no_leader.
+//
+// # Lease groups
+//
+// A Proxy of a lease group (Config.Leases) serves each of its Leases as a
+// Proxy of one Lease does, by that Lease's View, and a request names the
+// Lease in X-Leasehold-Lease: namespace/name, or the name alone. The
+// Lease is found before anything else (it needs no View); a request
+// without the header, or with it more than once, is answered 400, code
+// lease_required, and one naming another Lease 404, code unknown_lease,
+// both listing the group's Leases; a request forwarded by another proxy
+// (X-Leasehold-Forwarded) that names none of them is answered 503,
+// wrong_lease, as above. None of them is forwarded. For the Lease named,
+// the decision above holds with that Lease's View: its leader's app gets
+// the request with that Lease's token and term, and X-Leasehold-Lease set
+// to the Lease's name, so that the app knows whose token it is; a
+// follower of that Lease forwards it to that Lease's leader's proxy,
+// marked with the Lease; the long-lived exchanges are kept, and closed,
+// by that Lease's terms. A Proxy of one Lease reads X-Leasehold-Lease only
+// on forwarded requests, as above, and sets it only on the requests it
+// forwards.
 //
 // Every request header named X-Leasehold-* (case-insensitively, "_"
 // counting as "-", since CGI-style servers fold both into "_") is removed
@@ -143,7 +164,10 @@
 // leasehold_proxy_request_duration_seconds{outcome} is the time from a
 // request's arrival until its answer's status was known (not including a
 // streamed body). A request counts once its status is known; an upgraded
-// connection counts when it ends.
+// connection counts when it ends. In a group, both are per Lease, labelled
+// lease (the Lease's name), and
+// leasehold_proxy_unrouted_requests_total{code} counts the requests that
+// named none of the group's Leases, with no lease label.
 //
 // # Goroutines
 //

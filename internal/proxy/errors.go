@@ -39,6 +39,15 @@ const (
 	// reset, closed before answering. The request is not sent again, to
 	// anyone.
 	CodeUpstreamUnavailable Code = "upstream_unavailable"
+	// CodeLeaseRequired (400): a proxy of a lease group got a request
+	// without HeaderLease, or with it more than once: the request must name
+	// the one Lease whose leader's app is to answer it. The message lists
+	// the group's Leases.
+	CodeLeaseRequired Code = "lease_required"
+	// CodeUnknownLease (404): a proxy of a lease group got a request whose
+	// HeaderLease names none of its Leases (the code of the sidecar API's
+	// /v1/leases/{lease} for the same). The message lists them.
+	CodeUnknownLease Code = api.CodeUnknownLease
 	// CodeBadRequest (400): net/http's ReverseProxy refused the request
 	// before it could be forwarded (an Upgrade header naming no printable
 	// protocol).

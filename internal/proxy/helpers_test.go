@@ -123,7 +123,7 @@ func newInstance(t testing.TB, cfg Config) *instance {
 	if cfg.Registerer == nil {
 		cfg.Registerer = reg
 	}
-	if cfg.Lease == "" {
+	if cfg.Lease == "" && cfg.Leases == nil {
 		cfg.Lease = testLease
 	}
 	p, err := New(cfg)

@@ -8,8 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the proxy's series.
+// metrics are the proxy's series (of one Lease, in a group).
 type metrics struct {
+	reg      prometheus.Registerer // where they are registered; nil: nowhere
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	// byOutcome are duration's three series, made once.
@@ -20,6 +21,7 @@ type metrics struct {
 // not registered). The three duration series start empty.
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
+		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "leasehold_proxy_requests_total",
 			Help: "Requests the forwarding proxy answered, by outcome (local: forwarded to the app beside this leader; forwarded: to the leader's proxy; rejected: answered by the proxy itself, not forwarded) and HTTP status code (the app's, or the proxy's own 502 and 503).",
@@ -44,6 +46,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// unregister takes m's series out of the registerer they were registered
+// with.
+func (m *metrics) unregister() {
+	if m.reg != nil {
+		m.reg.Unregister(m.requests)
+		m.reg.Unregister(m.duration)
+	}
 }
 
 // observe counts one answer.

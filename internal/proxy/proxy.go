@@ -42,9 +42,13 @@ const (
 	// (CodeForwardLoop) instead of forwarding it again.
 	HeaderForwarded = "X-Leasehold-Forwarded"
 	// HeaderLease names, beside HeaderForwarded, the Lease the forwarded
-	// request is for, as namespace/name (Config.Lease). A proxy that
-	// receives a forwarded request naming another Lease answers 503
-	// (CodeWrongLease) and delivers it to no one.
+	// request is for, as namespace/name (Config.Lease, or one of
+	// Config.Leases). A proxy that receives a forwarded request naming
+	// another Lease answers 503 (CodeWrongLease) and delivers it to no one.
+	// A proxy of a lease group (Config.Leases) also reads it on a client's
+	// request, where it names the Lease whose leader's app must answer
+	// (namespace/name, or the name alone), and sets it to the Lease's name
+	// on the requests to its app.
 	HeaderLease = "X-Leasehold-Lease"
 )
 
@@ -83,6 +87,10 @@ type Config struct {
 	// goroutine, and from CloseEndedTerms' caller; it must be safe for
 	// concurrent use and must not block.
 	View func(now time.Time) View
+	// Leases, instead of Lease and View, makes this a proxy of a lease
+	// group: each request names its Lease in HeaderLease and is decided by
+	// that Lease's View (see the package doc). Their names are distinct.
+	Leases []Lease
 	// Clock gives the now passed to View and times the requests for the
 	// metrics; nil is the real clock.
 	Clock clock.PassiveClock
@@ -101,8 +109,9 @@ type Config struct {
 // component prefixes the messages of New's errors.
 const component = "proxy"
 
-// validate checks c: Upstream is a host:port with a host and a port, Lease
-// is namespace/name, View is set, RetryAfter is not negative.
+// validate checks c: Upstream is a host:port with a host and a port; Lease
+// is namespace/name and View is set, or instead Leases has Leases of
+// distinct namespace/names, each with its View; RetryAfter is not negative.
 func (c *Config) validate() error {
 	upstream := rule.Field{Name: "Upstream", Label: "upstream", Value: c.Upstream}
 	if c.Upstream == "" {
@@ -117,17 +126,57 @@ func (c *Config) validate() error {
 	case port == "":
 		return rule.Errorf(component, "%s has no port", upstream)
 	}
-	lease := rule.Field{Name: "Lease", Label: "lease", Value: c.Lease}
-	if ns, name, ok := strings.Cut(c.Lease, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return rule.Errorf(component, "%s must be namespace/name", lease)
+	if c.Leases != nil {
+		if err := c.validateLeases(); err != nil {
+			return err
+		}
+	} else {
+		lease := rule.Field{Name: "Lease", Label: "lease", Value: c.Lease}
+		if !isLeaseName(c.Lease) {
+			return rule.Errorf(component, "%s must be namespace/name", lease)
+		}
+		if c.View == nil {
+			return rule.Errorf(component, "%s is required", rule.Field{Name: "View", Label: "view", Value: nil})
+		}
 	}
-	switch {
-	case c.View == nil:
-		return rule.Errorf(component, "%s is required", rule.Field{Name: "View", Label: "view", Value: nil})
-	case c.RetryAfter < 0:
+	if c.RetryAfter < 0 {
 		return rule.Errorf(component, "%s must not be negative", rule.Field{Name: "RetryAfter", Label: "retryAfter", Value: c.RetryAfter})
 	}
 	return nil
+}
+
+// validateLeases checks Leases, for validate: at least one, without Lease
+// or View; each namespace/name, with its View; no name twice.
+func (c *Config) validateLeases() error {
+	leases := rule.Field{Name: "Leases", Label: "leases", Value: len(c.Leases)}
+	switch {
+	case len(c.Leases) == 0:
+		return rule.Errorf(component, "%s lists no Lease", leases)
+	case c.Lease != "" || c.View != nil:
+		return rule.Errorf(component, "%s is set with Lease or View: set one Lease with its View, or Leases", leases)
+	}
+	names := map[string]bool{}
+	for i, l := range c.Leases {
+		field := rule.Field{Name: fmt.Sprintf("Leases[%d].Name", i), Label: fmt.Sprintf("leases[%d].name", i), Value: l.Name}
+		switch {
+		case !isLeaseName(l.Name):
+			return rule.Errorf(component, "%s must be namespace/name", field)
+		case l.View == nil:
+			return rule.Errorf(component, "%s is required", rule.Field{Name: fmt.Sprintf("Leases[%d].View", i), Label: fmt.Sprintf("leases[%d].view", i), Value: nil})
+		}
+		_, name, _ := strings.Cut(l.Name, "/")
+		if names[name] {
+			return rule.Errorf(component, "%s: a Lease of that name is listed already (a request may name a Lease by its name alone)", field)
+		}
+		names[name] = true
+	}
+	return nil
+}
+
+// isLeaseName reports whether s is namespace/name.
+func isLeaseName(s string) bool {
+	ns, name, ok := strings.Cut(s, "/")
+	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
 }
 
 // DefaultTransport returns the Transport a Proxy uses when Config.Transport
@@ -167,17 +216,16 @@ func DefaultTransport() *http.Transport {
 // Transport and ReverseProxy start theirs per connection, and end them
 // with the connection; CloseIdleConnections ends the idle ones).
 type Proxy struct {
-	upstream   *url.URL
-	lease      string // Config.Lease, the value of HeaderLease
-	view       func(time.Time) View
+	upstream *url.URL
+	// leases are the Leases served: Config.Lease alone, or Config.Leases.
+	leases     []*served
+	group      *groupRouting // nil for one Lease
 	clock      clock.PassiveClock
 	log        *slog.Logger
-	metrics    *metrics
 	retryAfter string // the header's value
 	marker     string // this proxy's value of HeaderForwarded
 	base       http.RoundTripper
 	rp         *httputil.ReverseProxy
-	terms      terms        // the long-lived exchanges forwarded to the app, by term
 	lastPeer   atomic.Int64 // when the last request from another proxy arrived (UnixNano of the clock), 0 before the first
 }
 
@@ -191,8 +239,6 @@ func New(cfg Config) (*Proxy, error) {
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	p := &Proxy{
 		upstream:   &url.URL{Scheme: "http", Host: cfg.Upstream},
-		lease:      cfg.Lease,
-		view:       cfg.View,
 		clock:      cfg.Clock,
 		log:        cfg.Logger,
 		retryAfter: strconv.Itoa(retryAfterSeconds(cfg.RetryAfter)),
@@ -205,16 +251,17 @@ func New(cfg Config) (*Proxy, error) {
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
-	p.log = p.log.With("upstream", cfg.Upstream, "lease", cfg.Lease)
-	p.terms.open = map[fence.Token]map[*exchange]struct{}{}
+	p.log = p.log.With("upstream", cfg.Upstream)
 	if p.base == nil {
 		p.base = DefaultTransport()
 	}
-	m, err := newMetrics(cfg.Registerer)
-	if err != nil {
+	if err := p.setUpLeases(cfg); err != nil {
 		return nil, err
 	}
-	p.metrics = m
+	errLog := p.log // ReverseProxy's own lines: with the Lease, when there is one
+	if p.group == nil {
+		errLog = p.leases[0].log
+	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
 		Transport:      guard{p},
@@ -225,7 +272,7 @@ func New(cfg Config) (*Proxy, error) {
 		// unknown length (chunked), as ReverseProxy decides; a response
 		// of known length is copied through the server's buffer.
 		FlushInterval: 0,
-		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
+		ErrorLog:      slog.NewLogLogger(errLog.Handler(), slog.LevelWarn),
 		// Reuse the buffers response bodies are copied through (without a
 		// pool, ReverseProxy allocates 32 KiB per request).
 		BufferPool: &bufferPool{},
@@ -249,6 +296,47 @@ func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }
 // retryAfterSeconds is d rounded up to whole seconds, at least 1.
 func retryAfterSeconds(d time.Duration) int {
 	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+// setUpLeases sets up the Leases cfg names, with their series: for one Lease,
+// registered with Config.Registerer as they are; for a group, each Lease's
+// labelled with lease (its name), and the group's routing.
+func (p *Proxy) setUpLeases(cfg Config) error {
+	leases := cfg.Leases
+	if leases == nil {
+		leases = []Lease{{Name: cfg.Lease, View: cfg.View}}
+	}
+	var registered []*metrics
+	unregister := func() {
+		for _, m := range registered {
+			m.unregister()
+		}
+	}
+	for _, l := range leases {
+		_, name, _ := strings.Cut(l.Name, "/")
+		reg := cfg.Registerer
+		if cfg.Leases != nil && reg != nil {
+			reg = prometheus.WrapRegistererWith(prometheus.Labels{"lease": name}, reg)
+		}
+		m, err := newMetrics(reg)
+		if err != nil {
+			unregister()
+			return err
+		}
+		registered = append(registered, m)
+		s := &served{lease: l.Name, name: name, view: l.View, log: p.log.With("lease", l.Name), metrics: m}
+		s.terms.open = map[fence.Token]map[*exchange]struct{}{}
+		p.leases = append(p.leases, s)
+	}
+	if cfg.Leases != nil {
+		g, err := newGroupRouting(p.leases, cfg.Registerer)
+		if err != nil {
+			unregister()
+			return err
+		}
+		p.group = g
+	}
+	return nil
 }
 
 // Marker is this proxy's value of HeaderForwarded on the requests it
@@ -290,6 +378,7 @@ const (
 // needs no lock.
 type exchange struct {
 	start    time.Time
+	lease    *served // the Lease the request is for
 	outcome  outcome
 	target   string      // host:port forwarded to
 	token    fence.Token // the term's token, when forwarded to the app (local)
@@ -313,17 +402,27 @@ func exchangeOf(ctx context.Context) *exchange {
 	return x
 }
 
-// ServeHTTP forwards r to the local app when this instance leads, to the
-// leader's proxy when another does, and otherwise answers 503 itself.
+// ServeHTTP forwards r to the local app when this instance leads r's
+// Lease, to the leader's proxy when another does, and otherwise answers
+// 503 itself; in a group, a request that names none of its Leases is
+// answered 400, 404 or 503 (see the package doc).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{start: p.clock.Now()}
-	if _, fromPeer := r.Header[HeaderForwarded]; fromPeer {
+	x := &exchange{start: p.clock.Now(), lease: p.leases[0]}
+	_, fromPeer := r.Header[HeaderForwarded]
+	if fromPeer {
 		p.lastPeer.Store(x.start.UnixNano())
+	}
+	if p.group != nil {
+		var rej *rejection
+		if x.lease, rej = p.group.pick(r.Header, fromPeer); rej != nil {
+			p.refuse(w, r, rej)
+			return
+		}
 	}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), exchangeKey{}, x))
 	x.cancel = cancel
 	defer cancel()
-	defer p.terms.remove(x) // also when ReverseProxy aborts a stream (a panic)
+	defer x.lease.terms.remove(x) // also when ReverseProxy aborts a stream (a panic)
 	defer func() {
 		// An upgraded connection is counted when it ends, with the time
 		// its 101 took; every other answer was counted when its status
@@ -345,14 +444,14 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	x.from = in.Header.Get(HeaderForwarded)
 	lease, named := in.Header[HeaderLease]
 	stripReserved(out.Header)
-	if x.looped && named && (len(lease) != 1 || lease[0] != p.lease) {
+	if p.group == nil && x.looped && named && (len(lease) != 1 || lease[0] != x.lease.lease) {
 		x.outcome = rejected
 		x.reject = &rejection{status: http.StatusServiceUnavailable, code: CodeWrongLease,
 			msg: fmt.Sprintf("this proxy serves the Lease %s, and the request was forwarded for %s (%s: %s): the address its sender took for its leader's is no longer that; try again",
-				p.lease, strings.Join(lease, ", "), HeaderForwarded, x.from)}
+				x.lease.lease, strings.Join(lease, ", "), HeaderForwarded, x.from)}
 		return
 	}
-	if p.route(x, out, p.view(p.clock.Now()), pr.SetURL); x.reject != nil {
+	if p.route(x, out, x.lease.view(p.clock.Now()), pr.SetURL); x.reject != nil {
 		return
 	}
 	// The client's Host, as NewSingleHostReverseProxy keeps it, so that the
@@ -375,11 +474,11 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
-// route applies the decision v gives to out: sets its target (with
-// setURL) and the headers of that route, and records them in x; or records
-// in x the rejection to answer. It is the same decision for a request's
-// first attempt (rewrite) and for its one more after the leader's proxy
-// refused the connection (guard).
+// route applies the decision v, the View of x's Lease, gives to out: sets
+// its target (with setURL) and the headers of that route, and records them
+// in x; or records in x the rejection to answer. It is the same decision
+// for a request's first attempt (rewrite) and for its one more after the
+// leader's proxy refused the connection (guard).
 func (p *Proxy) route(x *exchange, out *http.Request, v View, setURL func(*url.URL)) {
 	switch {
 	case v.Leading:
@@ -387,6 +486,9 @@ func (p *Proxy) route(x *exchange, out *http.Request, v View, setURL func(*url.U
 		setURL(p.upstream)
 		out.Header.Del(HeaderForwarded)
 		out.Header.Del(HeaderLease)
+		if p.group != nil {
+			out.Header.Set(HeaderLease, x.lease.name)
+		}
 		out.Header.Set(HeaderFencingToken, v.Token.String())
 		out.Header.Set(HeaderTerm, strconv.FormatInt(int64(v.Term), 10))
 	case x.looped:
@@ -404,7 +506,7 @@ func (p *Proxy) route(x *exchange, out *http.Request, v View, setURL func(*url.U
 		out.Header.Del(HeaderFencingToken)
 		out.Header.Del(HeaderTerm)
 		out.Header.Set(HeaderForwarded, p.marker)
-		out.Header.Set(HeaderLease, p.lease)
+		out.Header.Set(HeaderLease, x.lease.lease)
 	}
 }
 
@@ -472,7 +574,7 @@ func (p *Proxy) modifyResponse(res *http.Response) error {
 	}
 	took := p.clock.Since(x.start)
 	if x.outcome == local && longLived(res) {
-		p.terms.add(p, x)
+		x.lease.terms.add(p, x)
 	}
 	if res.StatusCode == http.StatusSwitchingProtocols {
 		x.code, x.took = res.StatusCode, took
@@ -490,7 +592,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	var rej *rejection
 	switch {
 	case errors.As(err, &rej):
-		p.log.Debug("proxy: request rejected", "code", rej.code, "method", r.Method, "path", r.URL.Path)
+		x.lease.log.Debug("proxy: request rejected", "code", rej.code, "method", r.Method, "path", r.URL.Path)
 	case x == nil || x.outcome == "":
 		// ReverseProxy refused the request before the decision (an Upgrade
 		// header naming no printable protocol).
@@ -506,9 +608,9 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		rej = &rejection{status: http.StatusBadGateway, code: CodeUpstreamUnavailable,
 			msg: what + " gave no answer: " + err.Error() + " (the request is not sent again)"}
 		if r.Context().Err() != nil {
-			p.log.Debug("proxy: client went away", "outcome", x.outcome, "target", x.target, "err", err)
+			x.lease.log.Debug("proxy: client went away", "outcome", x.outcome, "target", x.target, "err", err)
 		} else {
-			p.log.Warn("proxy: upstream gave no answer", "outcome", x.outcome, "target", x.target, "err", err)
+			x.lease.log.Warn("proxy: upstream gave no answer", "outcome", x.outcome, "target", x.target, "err", err)
 		}
 	}
 	if x != nil {
@@ -530,5 +632,5 @@ func (p *Proxy) record(x *exchange, code int, took time.Duration) {
 	if o == "" {
 		o = rejected
 	}
-	p.metrics.observe(o, code, took)
+	x.lease.metrics.observe(o, code, took)
 }

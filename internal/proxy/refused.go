@@ -29,15 +29,15 @@ func (p *Proxy) forward(x *exchange, req *http.Request) (*http.Response, error) 
 	if body != nil {
 		again.Body = body
 	}
-	p.route(x, again, p.view(p.clock.Now()), func(u *url.URL) { again.URL.Scheme, again.URL.Host = u.Scheme, u.Host })
+	p.route(x, again, x.lease.view(p.clock.Now()), func(u *url.URL) { again.URL.Scheme, again.URL.Host = u.Scheme, u.Host })
 	switch {
 	case x.reject != nil:
-		p.log.Debug("proxy: the leader's proxy refused the connection, and no leader is known now", "refusedBy", refusedBy, "err", err, "code", x.reject.code)
+		x.lease.log.Debug("proxy: the leader's proxy refused the connection, and no leader is known now", "refusedBy", refusedBy, "err", err, "code", x.reject.code)
 		return nil, x.reject
 	case x.outcome == forwarded && x.target == refusedBy:
 		return nil, p.unreachable(x, refusedBy, err)
 	}
-	p.log.Debug("proxy: the leader's proxy refused the connection; forwarding once more to the leader as now known", "refusedBy", refusedBy, "err", err, "outcome", x.outcome, "target", x.target)
+	x.lease.log.Debug("proxy: the leader's proxy refused the connection; forwarding once more to the leader as now known", "refusedBy", refusedBy, "err", err, "outcome", x.outcome, "target", x.target)
 	res, err = p.base.RoundTrip(again)
 	if err != nil && x.outcome == forwarded && refusedAtConnect(err) && !body.touched() {
 		return nil, p.unreachable(x, x.target, err)

@@ -5,13 +5,15 @@ import (
 	"net/http"
 	"sync"
 
+	"k8s.io/utils/clock"
+
 	"github.com/leasehold/leasehold/internal/fence"
 )
 
 // terms holds the long-lived exchanges this proxy forwarded to the local
-// app (longLived: upgraded connections, streamed answers), by the token of
-// the term they were forwarded under, so that each is closed once its term
-// has ended (CloseEndedTerms). It has its own lock: exchanges are added and
+// app for one Lease (longLived: upgraded connections, streamed answers), by
+// the token of the Lease's term they were forwarded under, so that each is
+// closed once its term has ended (CloseEndedTerms). It has its own lock: exchanges are added and
 // removed by their requests' goroutines, and closed by whoever calls
 // CloseEndedTerms.
 type terms struct {
@@ -21,14 +23,15 @@ type terms struct {
 
 // add holds x, forwarded to the app under the term with x.token whose
 // long-lived answer has just begun, until its request ends (remove) or its
-// term does (closeEnded). A term that has already ended (View, read now
-// under the lock, does not lead with that token) closes x at once.
+// term does (closeEndedTerms). A term that has already ended (the View of
+// x's Lease, read now under the lock, does not lead with that token)
+// closes x at once.
 func (t *terms) add(p *Proxy, x *exchange) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if v := p.view(p.clock.Now()); !v.Leading || v.Token != x.token {
+	if v := x.lease.view(p.clock.Now()); !v.Leading || v.Token != x.token {
 		x.cancel()
-		p.log.Info("proxy: closed a long-lived connection whose term ended before the app answered", "fencingToken", x.token)
+		x.lease.log.Info("proxy: closed a long-lived connection whose term ended before the app answered", "fencingToken", x.token)
 		return
 	}
 	held := t.open[x.token]
@@ -59,28 +62,36 @@ func (t *terms) remove(x *exchange) {
 // CloseEndedTerms closes every long-lived exchange (an upgraded connection,
 // such as a WebSocket, or an answer being streamed: see the package doc)
 // that this proxy forwarded to the app under a term that has ended, as
-// View says now: the app's side of it and the client's both close, so no
-// traffic goes on under that term's token. A term that View says this
-// instance still leads keeps its exchanges. Call it whenever a term may
+// the View of its Lease says now: the app's side of it and the client's
+// both close, so no traffic goes on under that term's token. A term that
+// the View says this instance still leads keeps its exchanges. In a group,
+// it checks every Lease. Call it whenever a term may
 // have ended (the sidecar calls it at every change of the election's state
 // and when the term's validity runs out); calling it at any other time is
 // harmless. It does not block on the connections.
 func (p *Proxy) CloseEndedTerms() {
-	p.terms.mu.Lock()
-	defer p.terms.mu.Unlock()
-	if len(p.terms.open) == 0 {
+	for _, l := range p.leases {
+		l.closeEndedTerms(p.clock)
+	}
+}
+
+// closeEndedTerms is CloseEndedTerms for l, its View read at clk's now.
+func (l *served) closeEndedTerms(clk clock.PassiveClock) {
+	l.terms.mu.Lock()
+	defer l.terms.mu.Unlock()
+	if len(l.terms.open) == 0 {
 		return
 	}
-	v := p.view(p.clock.Now())
-	for tok, held := range p.terms.open {
+	v := l.view(clk.Now())
+	for tok, held := range l.terms.open {
 		if v.Leading && v.Token == tok {
 			continue
 		}
 		for x := range held {
 			x.cancel()
 		}
-		delete(p.terms.open, tok)
-		p.log.Info("proxy: term ended: closed the long-lived connections forwarded under it", "fencingToken", tok, "closed", len(held))
+		delete(l.terms.open, tok)
+		l.log.Info("proxy: term ended: closed the long-lived connections forwarded under it", "fencingToken", tok, "closed", len(held))
 	}
 }
 

@@ -114,6 +114,13 @@ type upgrading struct {
 // the connection is closed at the test's end.
 func sendUpgrade(t *testing.T, addr string) *upgrading {
 	t.Helper()
+	return sendUpgradeFor(t, addr, "")
+}
+
+// sendUpgradeFor is sendUpgrade for the Lease lease (HeaderLease; none
+// when "").
+func sendUpgradeFor(t *testing.T, addr, lease string) *upgrading {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, generous)
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +130,9 @@ func sendUpgrade(t *testing.T, addr string) *upgrading {
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/ws", nil)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", "websocket")
+	if lease != "" {
+		req.Header.Set(HeaderLease, lease)
+	}
 	if err := req.Write(conn); err != nil {
 		t.Fatal(err)
 	}

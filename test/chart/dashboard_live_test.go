@@ -50,14 +50,14 @@ type dashboardMode struct {
 // against what real sidecars export, in single-Lease mode (two sidecars
 // with app health, the leader label and the forwarding proxy, requests
 // sent through it) and in a lease group (two members of three shards, with
-// app health): the scrapes of every sidecar, labelled as a PodMonitor's
+// app health and the forwarding proxy, requests for every Lease sent
+// through it, and one naming none): the scrapes of every sidecar, labelled as a PodMonitor's
 // targets are (instance, pod, job; honorLabels keeps the sidecar's
 // namespace), are promtool's input series, and each panel's query, with
 // the variables set to the namespace and every Lease, must give a sample
 // that is not NaN. The lease variable must offer exactly the mode's
 // Leases. The only panels left empty are those of a feature the mode
-// cannot have (the proxy serves one Lease; members and moves are a
-// group's).
+// cannot have (members and moves are a group's).
 //
 // The sidecars are scraped scrapeRounds times scrapeEvery apart; promtool
 // places the rounds scrapeStep apart, so the values are real and only
@@ -122,17 +122,25 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 		waitClockRate(t, insts)
 		checkDashboardQueries(t, bin, ns, single, insts, traffic, exported)
 	})
-	group := dashboardMode{name: "a lease group", leases: []string{"dash-0", "dash-1", "dash-2"}, election: "group", electionValue: "dash", absent: map[string]string{
-		"Proxy requests": "the proxy serves one Lease",
-		"Proxy latency":  "the proxy serves one Lease",
-	}}
+	group := dashboardMode{name: "a lease group", leases: []string{"dash-0", "dash-1", "dash-2"}, election: "group", electionValue: "dash", absent: map[string]string{}}
 	t.Run(group.name, func(t *testing.T) {
 		ns := newNamespace(t, "dash-group")
 		createPods(t, ns, "a", "b")
-		f := fleetConfig(t, ns, "dash", nil)
-		f.Env = []string{"LEASEHOLD_SHARDS=3", "LEASEHOLD_APP_HEALTH_URL=" + app.URL + "/healthz", "LEASEHOLD_POD_LABEL=leasehold.io/leader"}
-		insts := []*fleet.Instance{start(t, f, "a"), start(t, f, "b")}
-		eventually(t, generous, "both members hold Leases, and every Lease is held", func() bool {
+		var insts []*fleet.Instance
+		var proxies []string
+		for _, name := range []string{"a", "b"} {
+			port, err := kubetest.FreePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+			f := fleetConfig(t, ns, "dash", nil)
+			f.Env = []string{"LEASEHOLD_SHARDS=3", "LEASEHOLD_APP_HEALTH_URL=" + app.URL + "/healthz", "LEASEHOLD_POD_LABEL=leasehold.io/leader",
+				"LEASEHOLD_PROXY_ADDR=" + addr, "LEASEHOLD_PROXY_UPSTREAM=" + upstream, "LEASEHOLD_ADVERTISE_ADDRESS=" + addr}
+			insts = append(insts, start(t, f, name))
+			proxies = append(proxies, "http://"+addr+"/")
+		}
+		eventually(t, generous, "both members hold Leases, every Lease is held, and both know where its leader is", func() bool {
 			held := map[string]bool{}
 			for _, inst := range insts {
 				ls, err := inst.Leases(t.Context())
@@ -140,6 +148,9 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 					return false
 				}
 				for _, st := range ls.Leases {
+					if st.LeaderAddress.Address == "" {
+						return false
+					}
 					if st.Leader {
 						held[inst.Name] = true
 						held[st.Lease] = true
@@ -148,8 +159,34 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 			}
 			return len(held) == 2+len(group.leases)
 		})
+		// Requests for every Lease through both proxies before every round
+		// of scrapes (local or forwarded, by who leads it), and one that
+		// names no Lease (400).
+		traffic := func() {
+			for _, proxy := range proxies {
+				for _, lease := range append(slices.Clone(group.leases), "") {
+					req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, proxy, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := http.StatusBadRequest
+					if lease != "" {
+						req.Header.Set("X-Leasehold-Lease", lease)
+						want = http.StatusOK
+					}
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					if resp.StatusCode != want {
+						t.Fatalf("GET %s for %q: %d, want %d", proxy, lease, resp.StatusCode, want)
+					}
+				}
+			}
+		}
 		waitClockRate(t, insts)
-		checkDashboardQueries(t, bin, ns, group, insts, func() {}, exported)
+		checkDashboardQueries(t, bin, ns, group, insts, traffic, exported)
 	})
 	if t.Failed() {
 		return

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/leasehold/leasehold/internal/config"
 	"github.com/leasehold/leasehold/internal/podlabel"
 )
@@ -189,4 +192,74 @@ func TestRenderRefusesThePodLabelKeysTheSidecarRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The forwarding proxy: helm template renders what the sidecar accepts, for
+// one Lease and for a lease group (shards or roles), and refuses what it
+// refuses (an observer), with the sidecar's own reason. What is rendered
+// is what starts: the sidecar container's environment, as rendered (the
+// Downward API's values given), loads.
+func TestRenderAcceptsTheProxyWhereTheSidecarDoes(t *testing.T) {
+	requireHelm(t)
+	for name, tc := range map[string]struct {
+		args    []string
+		refusal string // "" when both accept
+	}{
+		"one Lease": {nil, ""},
+		"shards":    {[]string{"--set", "shards=2"}, ""},
+		"roles":     {[]string{"--set", "leases={scheduler,compactor}"}, ""},
+		"observer":  {[]string{"--set", "candidate=false"}, "an observer never leads"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"template", "ci", chartDir, "--namespace", "ci-ns", "--set", "demo.enabled=true", "--set", "proxy.enabled=true"}, tc.args...)
+			out, err := helm(t, args...)
+			if tc.refusal != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refusal) {
+					t.Fatalf("helm template %v: %v, want a refusal saying %q", tc.args, err, tc.refusal)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("helm template %v: %v", tc.args, err)
+			}
+			objs, err := decode(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+			c := container(d.Spec.Template.Spec.InitContainers, "leasehold")
+			wantEnv(t, c, map[string]string{"LEASEHOLD_PROXY_ADDR": ":4050", "LEASEHOLD_PROXY_UPSTREAM": "127.0.0.1:8080", "LEASEHOLD_ADVERTISE_ADDRESS": "$(POD_IP):4050"})
+			if err := loadRendered(t, c); err != nil {
+				t.Errorf("the sidecar refuses what helm template rendered for %v: %v", tc.args, err)
+			}
+		})
+	}
+}
+
+// loadRendered loads the sidecar's configuration from c's environment as
+// the kubelet gives it: the Downward API's fields (POD_NAME,
+// POD_NAMESPACE, POD_IP) with values of a Pod, $(VAR) references expanded.
+func loadRendered(t *testing.T, c *corev1.Container) error {
+	t.Helper()
+	for _, v := range os.Environ() {
+		if name, _, _ := strings.Cut(v, "="); strings.HasPrefix(name, config.Prefix+"_") || strings.HasPrefix(name, "POD_") {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+	downward := map[string]string{"metadata.name": "ci-7d4-x2", "metadata.namespace": "ci-ns", "status.podIP": "10.0.0.7"}
+	set := map[string]string{}
+	for _, e := range c.Env {
+		v := e.Value
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			v = downward[e.ValueFrom.FieldRef.FieldPath]
+		}
+		for name, value := range set {
+			v = strings.ReplaceAll(v, "$("+name+")", value)
+		}
+		set[e.Name] = v
+		t.Setenv(e.Name, v)
+	}
+	_, err := config.Loader{NamespaceFile: "/nonexistent/namespace"}.Load()
+	return err
 }

@@ -233,9 +233,6 @@ leasehold.env or leasehold.container from another chart.
 {{- if and (eq .Values.handover "successor") (not .Values.candidate) }}
 {{- fail "handover=successor with candidate=false: an observer holds nothing to hand over; unset one" }}
 {{- end }}
-{{- if and .Values.proxy.enabled $grouped }}
-{{- fail "proxy.enabled with a lease group (leases or shards): the proxy forwards to the leader of one Lease; turn one of them off" }}
-{{- end }}
 {{- if and .Values.proxy.enabled (not .Values.candidate) }}
 {{- fail "proxy.enabled with candidate=false: an observer never leads; run the proxy beside a candidate" }}
 {{- end }}
