@@ -74,11 +74,11 @@ func newLabelers(cfg config.Config, restConfig *rest.Config, elected *election, 
 	for _, el := range elected.members.Elections() {
 		lease := el.Snapshot().Lease
 		lc := cfg.PodLabelConfig(lease)
-		lc.Pods, lc.Source, lc.Clock, lc.Logger, lc.Metrics = pods, el.Elector, clk, log, podlabel.NewMetrics(registry)
+		reg, llog := registry, log
 		if cfg.Grouped() {
-			lc.Logger = log.With("lease", lease)
-			lc.Metrics = podlabel.NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"lease": lease}, registry))
+			reg, llog = prometheus.WrapRegistererWith(prometheus.Labels{"lease": lease}, registry), log.With("lease", lease)
 		}
+		lc.Pods, lc.Source, lc.Clock, lc.Logger, lc.Metrics = pods, el.Elector, clk, llog, podlabel.NewMetrics(reg)
 		l, err := podlabel.New(lc)
 		if err != nil {
 			return nil, err
