@@ -256,15 +256,19 @@ func run(ctx context.Context, opts options) error {
 			return fmt.Errorf("handover: %w", err)
 		}
 	}
+	// The section files first: a figure the template cannot render loses
+	// no measurement.
+	if opts.out != "" {
+		if err := rep.write(opts.out); err != nil {
+			return err
+		}
+	}
 	md, err := benchdoc.Render(rep.doc(""))
 	if err != nil {
 		return err
 	}
-	os.Stdout.Write(md)
-	if opts.out != "" {
-		return rep.write(opts.out)
-	}
-	return nil
+	_, err = os.Stdout.Write(md)
+	return err
 }
 
 // footprintRun builds what the footprint section measures besides the two

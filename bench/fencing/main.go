@@ -88,19 +88,21 @@ func run(updates int, command, out string) (err error) {
 		Run: benchdoc.NewRun(command), Updates: updates,
 		With: benchdoc.NewDist(with, roundMicro), Without: benchdoc.NewDist(without, roundMicro),
 	}
+	if out != "" {
+		dir := benchdoc.DataDir(out)
+		if err := benchdoc.Write(dir, "fencing", f); err != nil {
+			return err
+		}
+		if err := benchdoc.RenderFile(dir, out); err != nil {
+			return err
+		}
+	}
 	md, err := benchdoc.Render(benchdoc.Doc{Fencing: f})
 	if err != nil {
 		return err
 	}
-	os.Stdout.Write(md)
-	if out == "" {
-		return nil
-	}
-	dir := benchdoc.DataDir(out)
-	if err := benchdoc.Write(dir, "fencing", f); err != nil {
-		return err
-	}
-	return benchdoc.RenderFile(dir, out)
+	_, err = os.Stdout.Write(md)
+	return err
 }
 
 // roundMicro rounds to the microsecond: updates take milliseconds.
