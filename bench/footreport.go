@@ -11,9 +11,11 @@ import (
 	"github.com/leasehold/leasehold/bench/benchdoc"
 )
 
-// usedGroups are the API groups leasehold uses: Leases, and Pods for the
-// leader label.
-var usedGroups = []string{"coordination/v1", "core/v1"}
+// usedGroups are the API groups leasehold uses: Leases, Pods for the
+// leader label, and admissionregistration/v1 for the objects `leasehold
+// fencing-policy` prints (test/image's usedGroups, which the image test
+// holds the binary to).
+var usedGroups = []string{"admissionregistration/v1", "coordination/v1", "core/v1"}
 
 // Targets of the footprint section (issue 16) for leasehold.
 const (
