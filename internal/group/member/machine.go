@@ -22,6 +22,7 @@ type Machine struct {
 
 	// Membership.
 	records   map[string]record // by member Lease name
+	live      []record          // scratch of view: empty between steps
 	listed    bool
 	joinedAt  time.Time
 	members   *Members              // as last published

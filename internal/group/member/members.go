@@ -137,23 +137,24 @@ func newerRV(a, b string) bool {
 	return err != nil || c > 0
 }
 
-// view is the membership at now as the records have it.
+// view is the membership at now as the records have it. Where one of its
+// maps (Info, Versions, Serves) would equal the published view's, it is
+// that map, shared (Members is immutable): most record changes are a
+// member's renewal, which changes its version only.
 func (m *Machine) view(now time.Time) *Members {
-	n := len(m.records)
-	v := &Members{Listed: m.listed, Info: make(map[string]Info, n), Versions: make(map[string]string, n), Serves: make(map[string]Served, n)}
+	live := m.live[:0]
 	for _, r := range m.records {
-		if !r.liveAt(now) {
-			continue
+		if r.liveAt(now) {
+			live = append(live, r)
 		}
+	}
+	defer func() { m.live = live[:0]; clear(live) }() // the scratch holds no record past the view
+	v := &Members{Listed: m.listed}
+	for _, r := range live {
 		if v.Identities == nil { // nil while none is live, as appending leaves it
-			v.Identities = make([]string, 0, n)
+			v.Identities = make([]string, 0, len(live))
 		}
 		v.Identities = append(v.Identities, r.identity)
-		v.Info[r.identity] = r.info
-		v.Versions[r.identity] = r.resourceVersion
-		if r.serves != nil {
-			v.Serves[r.identity] = r.serves
-		}
 		for lease, until := range r.declined {
 			if now.Before(until) {
 				if v.Declined == nil {
@@ -167,6 +168,60 @@ func (m *Machine) view(now time.Time) *Members {
 	v.Identities = slices.Compact(v.Identities)
 	for _, leases := range v.Declined {
 		slices.Sort(leases)
+	}
+
+	// With one record per live member, a map of prev's of as many entries,
+	// each equal to its record's, equals the one the records would give.
+	prev := m.members
+	sameInfo := prev != nil && len(v.Identities) == len(live)
+	sameVersions, sameServes, served := sameInfo, sameInfo, 0
+	for _, r := range live {
+		if !sameInfo && !sameVersions && !sameServes {
+			break
+		}
+		if sameInfo {
+			info, ok := prev.Info[r.identity]
+			sameInfo = ok && info == r.info
+		}
+		if sameVersions {
+			rv, ok := prev.Versions[r.identity]
+			sameVersions = ok && rv == r.resourceVersion
+		}
+		if sameServes {
+			set, ok := prev.Serves[r.identity]
+			if r.serves != nil {
+				served++
+				sameServes = ok && sameSet(set, r.serves)
+			} else {
+				sameServes = !ok
+			}
+		}
+	}
+	if sameInfo && len(prev.Info) == len(live) {
+		v.Info = prev.Info
+	} else {
+		v.Info = make(map[string]Info, len(live))
+		for _, r := range live {
+			v.Info[r.identity] = r.info
+		}
+	}
+	if sameVersions && len(prev.Versions) == len(live) {
+		v.Versions = prev.Versions
+	} else {
+		v.Versions = make(map[string]string, len(live))
+		for _, r := range live {
+			v.Versions[r.identity] = r.resourceVersion
+		}
+	}
+	if sameServes && len(prev.Serves) == served {
+		v.Serves = prev.Serves
+	} else {
+		v.Serves = make(map[string]Served, len(live))
+		for _, r := range live {
+			if r.serves != nil {
+				v.Serves[r.identity] = r.serves
+			}
+		}
 	}
 	return v
 }
@@ -182,7 +237,8 @@ func (m *Machine) publish(now time.Time) {
 	m.viewDirty, m.viewUntil = false, m.viewChangesAt(now)
 	v, prev := m.view(now), m.members
 	if prev != nil && prev.Listed == v.Listed && slices.Equal(prev.Identities, v.Identities) && reflect.DeepEqual(prev.Declined, v.Declined) &&
-		maps.Equal(prev.Info, v.Info) && maps.Equal(prev.Versions, v.Versions) && sameServes(prev.Serves, v.Serves) {
+		(sameMap(prev.Info, v.Info) || maps.Equal(prev.Info, v.Info)) && (sameMap(prev.Versions, v.Versions) || maps.Equal(prev.Versions, v.Versions)) &&
+		sameServes(prev.Serves, v.Serves) {
 		return
 	}
 	if prev != nil {
@@ -220,9 +276,18 @@ func (m *Machine) viewChangesAt(now time.Time) time.Time {
 
 // sameServes reports whether a and b give every member the same set
 // (sets are shared between records while a member's annotation stays the
-// same, so equal sets are most often the same map).
+// same, and views share their Serves while no set changes, so equal ones
+// are most often the same map).
 func sameServes(a, b map[string]Served) bool {
-	return maps.EqualFunc(a, b, func(x, y Served) bool {
-		return len(x) == len(y) && (len(x) == 0 || reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() || maps.Equal(x, y))
-	})
+	return sameMap(a, b) || maps.EqualFunc(a, b, sameSet)
+}
+
+// sameSet reports whether x and y hold the same Leases.
+func sameSet(x, y Served) bool {
+	return len(x) == len(y) && (len(x) == 0 || sameMap(x, y) || maps.Equal(x, y))
+}
+
+// sameMap reports whether a and b are the same map, not merely equal ones.
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
