@@ -972,8 +972,8 @@ func (s *gsim) sendLease(n *gnode, e *gelection, req decide.Request) {
 // watches of each node that serves it, or the member watches; and keeps
 // the time of each member Lease's last commit.
 func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
-	if w := s.store.versions[s.store.rev].writer; s.observers[w] {
-		s.check.fail("observer %s wrote %s (resourceVersion %s)", w, name, rv)
+	if v, _ := s.store.versions.at(s.store.rev); s.observers[v.writer] {
+		s.check.fail("observer %s wrote %s (resourceVersion %s)", v.writer, name, rv)
 	}
 	if i, ok := s.index[name]; ok {
 		for _, n := range s.nodes {
