@@ -23,6 +23,7 @@ type Machine struct {
 	// Membership.
 	records   map[string]record // by member Lease name
 	live      []record          // scratch of view: empty between steps
+	ids       []string          // scratch of view
 	listed    bool
 	joinedAt  time.Time
 	members   *Members              // as last published

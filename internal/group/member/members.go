@@ -137,24 +137,32 @@ func newerRV(a, b string) bool {
 	return err != nil || c > 0
 }
 
-// view is the membership at now as the records have it. Where one of its
-// maps (Info, Versions, Serves) would equal the published view's, it is
-// that map, shared (Members is immutable): most record changes are a
-// member's renewal, which changes its version only.
+// view is the membership at now as the records have it. What of it equals
+// the published view's is that view's (Members is immutable): most record
+// changes are a member's renewal, which changes its version only.
 func (m *Machine) view(now time.Time) *Members {
-	live := m.live[:0]
+	live, ids := m.live[:0], m.ids[:0]
 	for _, r := range m.records {
 		if r.liveAt(now) {
-			live = append(live, r)
+			live, ids = append(live, r), append(ids, r.identity)
 		}
 	}
-	defer func() { m.live = live[:0]; clear(live) }() // the scratch holds no record past the view
+	defer func() { m.live, m.ids = live[:0], ids[:0]; clear(live) }() // the scratch keeps no record past the view
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	prev := m.members
 	v := &Members{Listed: m.listed}
+	// With one record per live member, and the same members as prev, a map
+	// of prev's equals the one the records give where each entry equals
+	// its record's.
+	same := prev != nil && len(ids) == len(live) && slices.Equal(prev.Identities, ids)
+	if same {
+		v.Identities = prev.Identities
+	} else if len(ids) > 0 { // nil while none is live
+		v.Identities = slices.Clone(ids)
+	}
+	sameInfo, sameServes, versions := same, same, 0
 	for _, r := range live {
-		if v.Identities == nil { // nil while none is live, as appending leaves it
-			v.Identities = make([]string, 0, len(live))
-		}
-		v.Identities = append(v.Identities, r.identity)
 		for lease, until := range r.declined {
 			if now.Before(until) {
 				if v.Declined == nil {
@@ -163,59 +171,46 @@ func (m *Machine) view(now time.Time) *Members {
 				v.Declined[r.identity] = append(v.Declined[r.identity], lease)
 			}
 		}
+		if !same {
+			continue
+		}
+		sameInfo = sameInfo && prev.Info[r.identity] == r.info
+		set, ok := prev.Serves[r.identity]
+		sameServes = sameServes && ok == (r.serves != nil) && (!ok || sameSet(set, r.serves))
+		if prev.Versions[r.identity] != r.resourceVersion {
+			versions++
+		}
 	}
-	slices.Sort(v.Identities)
-	v.Identities = slices.Compact(v.Identities)
 	for _, leases := range v.Declined {
 		slices.Sort(leases)
 	}
-
-	// With one record per live member, a map of prev's of as many entries,
-	// each equal to its record's, equals the one the records would give.
-	prev := m.members
-	sameInfo := prev != nil && len(v.Identities) == len(live)
-	sameVersions, sameServes, served := sameInfo, sameInfo, 0
-	for _, r := range live {
-		if !sameInfo && !sameVersions && !sameServes {
-			break
-		}
-		if sameInfo {
-			info, ok := prev.Info[r.identity]
-			sameInfo = ok && info == r.info
-		}
-		if sameVersions {
-			rv, ok := prev.Versions[r.identity]
-			sameVersions = ok && rv == r.resourceVersion
-		}
-		if sameServes {
-			set, ok := prev.Serves[r.identity]
-			if r.serves != nil {
-				served++
-				sameServes = ok && sameSet(set, r.serves)
-			} else {
-				sameServes = !ok
-			}
-		}
-	}
-	if sameInfo && len(prev.Info) == len(live) {
+	switch {
+	case sameInfo:
 		v.Info = prev.Info
-	} else {
+	default:
 		v.Info = make(map[string]Info, len(live))
 		for _, r := range live {
 			v.Info[r.identity] = r.info
 		}
 	}
-	if sameVersions && len(prev.Versions) == len(live) {
+	switch {
+	case same && versions == 0:
 		v.Versions = prev.Versions
-	} else {
+	case same:
+		v.Versions = maps.Clone(prev.Versions)
+		for _, r := range live {
+			v.Versions[r.identity] = r.resourceVersion
+		}
+	default:
 		v.Versions = make(map[string]string, len(live))
 		for _, r := range live {
 			v.Versions[r.identity] = r.resourceVersion
 		}
 	}
-	if sameServes && len(prev.Serves) == served {
+	switch {
+	case sameServes:
 		v.Serves = prev.Serves
-	} else {
+	default:
 		v.Serves = make(map[string]Served, len(live))
 		for _, r := range live {
 			if r.serves != nil {
