@@ -15,10 +15,12 @@ func (m *Machine) plan(now time.Time) {
 	if m.stopping {
 		return
 	}
-	want := make([]bool, len(m.cfg.Leases))
+	var want []bool
 	switch {
 	case !m.fit:
+		want = make([]bool, len(m.cfg.Leases))
 	case !m.cfg.Balance:
+		want = make([]bool, len(m.cfg.Leases))
 		for i := range want {
 			want[i] = true
 		}

@@ -64,8 +64,8 @@ func Assign(v View) []string {
 	// members, which is sorted: index finds it by binary search.
 	n := len(members)
 	index := func(id string) (int, bool) { return slices.BinarySearch(members, id) }
-	counts := make([]int, 3*n)
-	held, quota, count := counts[:n], counts[n:2*n], counts[2*n:]
+	counts := make([]int, 4*n)
+	held, quota, count, byHeld := counts[:n], counts[n:2*n], counts[2*n:3*n], counts[3*n:]
 	for _, h := range v.Holders {
 		if k, ok := index(h); ok {
 			held[k]++
@@ -83,7 +83,8 @@ func Assign(v View) []string {
 		}
 		return 0
 	}
-	byHeld := make([]int, n) // members' indices, by identity: the stable sort keeps that order among equals
+	// byHeld: members' indices, by identity: the stable sort keeps that
+	// order among equals.
 	for k := range byHeld {
 		byHeld[k] = k
 	}
