@@ -298,10 +298,33 @@ func (c gclock) when(l time.Time) time.Duration {
 	return t
 }
 
+// gevent is one event: do, at real time at. A delivery to a node (n not
+// nil) runs do on n (gsim.in), or, when core is not nil, steps n's core
+// with it (gsim.inCore); and only while *gen still reads g and, when open
+// is not nil, *open holds: a timer or a watch stream of n not replaced or
+// broken meanwhile.
 type gevent struct {
-	at  time.Duration
-	seq uint64
-	do  func()
+	at   time.Duration
+	seq  uint64
+	do   func()
+	core member.Input
+	n    *gnode
+	gen  *uint64
+	g    uint64
+	open *bool
+}
+
+// fire runs e.
+func (s *gsim) fire(e *gevent) {
+	switch {
+	case e.n == nil:
+		e.do()
+	case *e.gen != e.g || (e.open != nil && !*e.open):
+	case e.core != nil:
+		s.inCore(e.n, e.core)
+	default:
+		s.in(e.n, e.do)
+	}
 }
 
 func newGSim(seed uint64) *gsim {
@@ -444,7 +467,7 @@ func (s *gsim) run() error {
 		}
 		e := s.next()
 		s.now = e.at
-		e.do()
+		s.fire(&e)
 		s.check.tail()
 		if s.tailDone && s.end == math.MaxInt64 && s.check.converged >= 0 {
 			s.end = s.now + 3*s.p.timing.LeaseDuration // converged again after the tail's decline: see that nothing moves
@@ -749,13 +772,8 @@ func (s *gsim) wake(n *gnode, gen *uint64, wakeAt *time.Duration, now, at time.T
 	}
 	if when != *wakeAt || when <= s.now {
 		*gen++
-		g := *gen
 		*wakeAt = when
-		s.at(when, func() {
-			if *gen == g {
-				s.in(n, tick)
-			}
-		})
+		s.schedule(gevent{at: when, do: tick, n: n, gen: gen, g: *gen})
 	}
 }
 
@@ -807,12 +825,17 @@ func (s *gsim) nextFault(after time.Duration) time.Duration {
 // at schedules do at real time t, not before now; events due at the same
 // time run in the order they were scheduled. The queue is a binary
 // min-heap on (at, seq).
-func (s *gsim) at(t time.Duration, do func()) {
+func (s *gsim) at(t time.Duration, do func()) { s.schedule(gevent{at: t, do: do}) }
+
+// schedule queues e at e.at, not before now, after the events queued
+// before it for that time.
+func (s *gsim) schedule(e gevent) {
 	s.seq++
-	q := append(s.events, gevent{at: max(t, s.now), seq: s.seq, do: do})
+	e.at, e.seq = max(e.at, s.now), s.seq
+	q := append(s.events, e)
 	for i := len(q) - 1; i > 0; {
 		up := (i - 1) / 2
-		if !q[i].before(q[up]) {
+		if !q[i].before(&q[up]) {
 			break
 		}
 		q[i], q[up] = q[up], q[i]
@@ -831,10 +854,10 @@ func (s *gsim) next() gevent {
 	q = q[:last]
 	for i := 0; ; {
 		small, l, r := i, 2*i+1, 2*i+2
-		if l < len(q) && q[l].before(q[small]) {
+		if l < len(q) && q[l].before(&q[small]) {
 			small = l
 		}
-		if r < len(q) && q[r].before(q[small]) {
+		if r < len(q) && q[r].before(&q[small]) {
 			small = r
 		}
 		if small == i {
@@ -847,7 +870,7 @@ func (s *gsim) next() gevent {
 	return first
 }
 
-func (e gevent) before(f gevent) bool { return e.at < f.at || (e.at == f.at && e.seq < f.seq) }
+func (e *gevent) before(f *gevent) bool { return e.at < f.at || (e.at == f.at && e.seq < f.seq) }
 
 func (s *gsim) tracef(format string, args ...any) {
 	if s.tracing {
@@ -868,6 +891,15 @@ func (s *gsim) in(n *gnode, f func()) {
 	default:
 		f()
 	}
+}
+
+// inCore steps n's core with in, as in runs it.
+func (s *gsim) inCore(n *gnode, in member.Input) {
+	if n.alive && len(n.inbox) == 0 && s.now >= n.pausedUntil {
+		s.coreStep(n, in) // at once: no closure
+		return
+	}
+	s.in(n, func() { s.coreStep(n, in) })
 }
 
 // unpause runs what reached n during its pause, in order, once the pause
@@ -990,7 +1022,7 @@ func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
 			if l != nil {
 				e.watch.sent = rv
 			}
-			s.push(n, &e.watch, func() { s.step(n, e, decide.Observed{Lease: l, ResourceVersion: rv, Follows: follows}) })
+			s.push(n, &e.watch, gevent{do: func() { s.step(n, e, decide.Observed{Lease: l, ResourceVersion: rv, Follows: follows}) }})
 		}
 		return
 	}
@@ -1006,7 +1038,7 @@ func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
 	}
 	for _, n := range s.nodes {
 		if n.alive && n.core != nil && n.core.watch.open && s.now >= n.cutOffUntil {
-			s.push(n, &n.core.watch, func() { s.coreStep(n, in) })
+			s.push(n, &n.core.watch, gevent{core: in})
 		}
 	}
 }
@@ -1154,7 +1186,7 @@ func (s *gsim) call(n *gnode, c member.Call) {
 // hand-off.
 func (s *gsim) callDone(n *gnode, e *gelection) {
 	s.at(s.now+s.goroutine(), func() {
-		s.in(n, func() { s.coreStep(n, member.CandidacyDone{Lease: e.local}) })
+		s.inCore(n, member.CandidacyDone{Lease: e.local})
 	})
 }
 
@@ -1474,16 +1506,13 @@ func cmpOr(a, b *coordinationv1.Lease) *coordinationv1.Lease {
 	return b
 }
 
-// push delivers f over a watch stream, after the latency, in order. A
-// cut-off stream misses the event; it breaks when the cut heals.
-func (s *gsim) push(n *gnode, st *gstream, f func()) {
-	gen := st.gen
+// push delivers e (its do or its core input) over a watch stream of n,
+// after the latency, in order. A cut-off stream misses the event; it
+// breaks when the cut heals.
+func (s *gsim) push(n *gnode, st *gstream, e gevent) {
 	st.last = max(st.last, s.now+s.latency())
-	s.at(st.last, func() {
-		if st.gen == gen && st.open {
-			s.in(n, f)
-		}
-	})
+	e.at, e.n, e.gen, e.g, e.open = st.last, n, &st.gen, st.gen, &st.open
+	s.schedule(e)
 }
 
 // openLeaseWatch lists the Lease, then watches it (package elect's
