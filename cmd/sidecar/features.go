@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
@@ -57,15 +58,47 @@ func newRanker(cfg config.AppRank, members *group.Group, clk clock.WithTicker, l
 	return apphealth.NewRank(rc)
 }
 
-// newLabeler builds the leader label: "true" on this Pod while it leads,
+// newLabelers builds the leader label: "true" on this Pod while it leads,
 // "false" otherwise, and stale "true" labels of other Pods of the same
-// election (the same Lease) cleared by the leader once per lease duration.
-func newLabeler(cfg config.Config, restConfig *rest.Config, elector *elect.Elector, clk clock.WithTicker, registry prometheus.Registerer, log *slog.Logger) (*podlabel.Labeler, error) {
+// election cleared by the leader once per lease duration. For the one
+// Lease that is one labeler; in a lease group one per Lease, each keeping
+// its Lease's key (podlabel.GroupLeaderKey) and following its Lease's
+// elector, its series labelled with the Lease as the group's elections'
+// are.
+func newLabelers(cfg config.Config, restConfig *rest.Config, elected *election, clk clock.WithTicker, registry prometheus.Registerer, log *slog.Logger) ([]*podlabel.Labeler, error) {
 	pods, err := kubeclient.NewPodClient(restConfig, cfg.Pod.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	lc := cfg.PodLabelConfig()
-	lc.Pods, lc.Source, lc.Clock, lc.Logger, lc.Metrics = pods, elector, clk, log, podlabel.NewMetrics(registry)
-	return podlabel.New(lc)
+	var labelers []*podlabel.Labeler
+	for _, el := range elected.members.Elections() {
+		lease := el.Snapshot().Lease
+		lc := cfg.PodLabelConfig(lease)
+		reg, llog := registry, log
+		if cfg.Grouped() {
+			reg, llog = prometheus.WrapRegistererWith(prometheus.Labels{"lease": lease}, registry), log.With("lease", lease)
+		}
+		lc.Pods, lc.Source, lc.Clock, lc.Logger, lc.Metrics = pods, el.Elector, clk, llog, podlabel.NewMetrics(reg)
+		l, err := podlabel.New(lc)
+		if err != nil {
+			return nil, err
+		}
+		labelers = append(labelers, l)
+	}
+	return labelers, nil
+}
+
+// runLabelers runs every labeler, each in its own goroutine, until ctx
+// ends: they then write their last false (if their Lease's label may be
+// true) at the same time, and it returns when all have.
+func runLabelers(labelers []*podlabel.Labeler) func(context.Context) error {
+	return func(ctx context.Context) error {
+		errs := make([]error, len(labelers))
+		var wg sync.WaitGroup
+		for i, l := range labelers {
+			wg.Go(func() { errs[i] = l.Run(ctx) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
 }

@@ -90,7 +90,7 @@ type sidecar struct {
 	version  *serverversion.Checker
 	prober   *apphealth.Prober     // nil without health-gated candidacy
 	ranker   *apphealth.RankProber // nil without data-aware failover
-	labeler  *podlabel.Labeler     // nil without the leader label
+	labelers []*podlabel.Labeler   // none without the leader label; one per Lease of a group
 	api      *httpapi.Server
 	proxy    *proxy.Proxy // nil without the forwarding proxy
 	servers  []server
@@ -166,7 +166,7 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 		apiOptions.Rank = func() group.RankStatus { return members.Rank(0) }
 	}
 	if cfg.PodLabel != "" {
-		if s.labeler, err = newLabeler(cfg, d.rest, elected.elector, d.clock, leasehold, d.log); err != nil {
+		if s.labelers, err = newLabelers(cfg, d.rest, elected, d.clock, leasehold, d.log); err != nil {
 			return nil, err
 		}
 	}
@@ -195,8 +195,9 @@ func newSidecar(cfg config.Config, d sidecarDeps) (*sidecar, error) {
 // fails (and nothing else: long-polls and streams keep serving); the
 // prober stops, so candidacy no longer changes; the election stops
 // reporting leadership, publishes that (every open long-poll and stream
-// delivers leader:false) and releases its Leases; the labeler, having seen
-// that, takes the leader label off this Pod; then blocking requests end,
+// delivers leader:false) and releases its Leases; the labelers (one per
+// Lease of a group), having seen that, take the leader labels off this
+// Pod, all at once; then blocking requests end,
 // and those that would still block are answered 503 with Retry-After, so
 // clients back off instead of polling in a loop; then the servers close,
 // within httpShutdownTimeout: each stops accepting, open requests finish,
@@ -228,8 +229,8 @@ func (s *sidecar) Run(ctx context.Context) error {
 	if s.ranker != nil {
 		jobs = append(jobs, job{"app rank", s.ranker.Run})
 	}
-	if s.labeler != nil {
-		jobs = append(jobs, job{"pod label", s.labeler.Run})
+	if len(s.labelers) > 0 {
+		jobs = append(jobs, job{"pod label", runLabelers(s.labelers)})
 	}
 	if s.proxy != nil {
 		snapshots := proxiedSnapshots(s.election)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +24,7 @@ import (
 	"github.com/leasehold/leasehold/internal/config"
 	"github.com/leasehold/leasehold/internal/group"
 	"github.com/leasehold/leasehold/internal/kubeclient"
+	"github.com/leasehold/leasehold/internal/podlabel"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 	"github.com/leasehold/leasehold/internal/testing/poll"
 )
@@ -360,11 +362,14 @@ func TestAFailureShutsDownAndIsReturned(t *testing.T) {
 }
 
 // In group mode the same order holds, for every Lease at once: until the
-// election step the sidecar still leads each Lease it holds and keeps its
-// member Lease; by then it has left the membership (its member Lease is
-// gone) and released every Lease.
+// election step the sidecar still leads each Lease it holds, keeps its
+// member Lease and each Lease's leader label (<key>-<lease>) true on its
+// Pod, next to the group's election label, with a
+// leasehold_pod_label_leader series per Lease; by then it has left the
+// membership (its member Lease is gone) and released every Lease; after
+// the labeler step every label of its Pod is false.
 func TestShutdownOrderInProcessGroup(t *testing.T) {
-	p := newInProcess(t, "LEASEHOLD_SHARDS", "2", "LEASEHOLD_POD_LABEL", "")
+	p := newInProcess(t, "LEASEHOLD_SHARDS", "2")
 	ctx, stop := context.WithCancel(t.Context())
 	defer stop()
 	done := p.run(ctx)
@@ -401,6 +406,33 @@ func TestShutdownOrderInProcessGroup(t *testing.T) {
 	}
 	await(t, "every Lease held", allMine)
 	await(t, "its member Lease", func() bool { return members() == 1 })
+	// labels are the Pod's leader labels, one per Lease, and its election label.
+	labels := func() map[string]string {
+		pod, err := p.pods.Get(context.Background(), inProcessPod, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("get the Pod: %v", err)
+			return nil
+		}
+		out := map[string]string{podlabel.GroupKey: pod.Labels[podlabel.GroupKey], podlabel.LeaseKey: pod.Labels[podlabel.LeaseKey]}
+		for _, name := range leases {
+			k := podlabel.GroupLeaderKey(inProcessLabel, name)
+			out[k] = pod.Labels[k]
+		}
+		return out
+	}
+	wantLabels := func(value string) map[string]string {
+		out := map[string]string{podlabel.GroupKey: p.cfg.Group, podlabel.LeaseKey: ""}
+		for _, name := range leases {
+			out[podlabel.GroupLeaderKey(inProcessLabel, name)] = value
+		}
+		return out
+	}
+	await(t, "every Lease's leader label true", func() bool { return maps.Equal(labels(), wantLabels("true")) })
+	for _, name := range leases {
+		if v := gaugeValue(t, p.registry, "leasehold_pod_label_leader", map[string]string{"lease": name, "group": p.cfg.Group, "namespace": p.cfg.LeaseNamespace}); v != 1 {
+			t.Errorf("leasehold_pod_label_leader{lease=%q} %v, want 1", name, v)
+		}
+	}
 
 	var steps []string
 	p.sc.stepped = func(step string) {
@@ -412,6 +444,13 @@ func TestShutdownOrderInProcessGroup(t *testing.T) {
 			}
 			if r := getSoon(p.api + "/v1/leases/" + leases[0] + "/leader"); r.code != http.StatusOK {
 				t.Errorf("%s: /v1/leases/%s/leader %d (err %v), want 200: still leading", step, leases[0], r.code, r.err)
+			}
+			if got := labels(); !maps.Equal(got, wantLabels("true")) {
+				t.Errorf("%s: labels %v, want still %v", step, got, wantLabels("true"))
+			}
+		case stepLabeler:
+			if got := labels(); !maps.Equal(got, wantLabels("false")) {
+				t.Errorf("%s: labels %v, want %v", step, got, wantLabels("false"))
 			}
 		case stepElection:
 			for name, h := range holders() {
@@ -432,6 +471,31 @@ func TestShutdownOrderInProcessGroup(t *testing.T) {
 		}
 	}
 	shutDown(t, stop, done, &steps)
+}
+
+// gaugeValue is the value of the gauge name whose series carries labels
+// (and maybe others); -1 when there is none.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if maps.Equal(got, labels) {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }
 
 func ptrValue(s *string) string {

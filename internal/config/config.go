@@ -25,6 +25,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/elect/decide"
 	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/podlabel"
 	"github.com/leasehold/leasehold/internal/rule"
 )
 
@@ -122,8 +123,10 @@ type Config struct {
 	AppRank AppRank
 
 	// PodLabel is the label key the leader sets to "true" on its own Pod
-	// (LEASEHOLD_POD_LABEL, a qualified label name; off when empty). Pod
-	// locates that Pod; it is set only when PodLabel is.
+	// (LEASEHOLD_POD_LABEL, a qualified label name; off when empty); with a
+	// lease group, each Lease's leader sets PodLabel-<lease> (see
+	// PodLabelConfig). Pod locates that Pod; it is set only when PodLabel
+	// is.
 	PodLabel string
 	Pod      PodRef
 
@@ -378,16 +381,19 @@ func Load() (Config, error) {
 //     four tuning variables are errors when set without the URL (they
 //     would silently do nothing).
 //  8. LEASEHOLD_CANDIDATE=false (an observer) is an error with
-//     LEASEHOLD_APP_HEALTH_URL (an observer never campaigns); a group is an
-//     error with LEASEHOLD_POD_LABEL (the label marks the leader of one
-//     Lease).
+//     LEASEHOLD_APP_HEALTH_URL (an observer never campaigns); a group of
+//     more than 64 Leases (podlabel.MaxGroupLeases) is an error with
+//     LEASEHOLD_POD_LABEL (a label, and Pod patches, per Lease).
 //  9. LEASEHOLD_POD_LABEL, if set, needs POD_NAME and the Pod's namespace:
 //     POD_NAMESPACE, else the namespace file (never
 //     LEASEHOLD_LEASE_NAMESPACE: the Lease may live elsewhere than the Pod);
 //     then podlabel's rules (podlabel.Config.Validate), reported on
 //     LEASEHOLD_POD_LABEL: a qualified label name other than
 //     leasehold.io/lease (podlabel.LeaseKey, the election label), a valid
-//     Pod name and namespace.
+//     Pod name and namespace; with a group, for every Lease L of it,
+//     LEASEHOLD_POD_LABEL-L (the Lease's leader label) a qualified label
+//     name too (its name part at most 63 characters), the error naming the
+//     first Lease that breaks it.
 //  10. A lease group is LEASEHOLD_LEASES (named roles: comma-separated DNS
 //     subdomains) or LEASEHOLD_SHARDS=N (1 to 1024) with
 //     LEASEHOLD_LEASE_NAME; LEASEHOLD_LEASES with LEASEHOLD_LEASE_NAME or
@@ -515,8 +521,8 @@ func (l Loader) Load() (Config, error) {
 	if !c.Candidate && c.AppHealth.Enabled() {
 		return Config{}, errorf(varCandidate, "false (an observer, which never campaigns) together with %s (health-gated candidacy): unset one", varAppHealthURL)
 	}
-	if c.Grouped() && s.PodLabel != "" {
-		return Config{}, errorf(varPodLabel, "set with a lease group (%s): the leader label marks the leader of one Lease; unset it", groupVars(s))
+	if c.Grouped() && s.PodLabel != "" && len(c.Leases) > podlabel.MaxGroupLeases {
+		return Config{}, errorf(varPodLabel, "set with a lease group of %d Leases (%s): the leader label keeps one label per Lease on the Pod, and patches the Pod for each Lease's change; at most %d Leases", len(c.Leases), groupVars(s), podlabel.MaxGroupLeases)
 	}
 
 	// 12. The forwarding proxy.
@@ -531,7 +537,11 @@ func (l Loader) Load() (Config, error) {
 			return Config{}, err
 		}
 		c.PodLabel, c.Pod = s.PodLabel, pod
-		if err := c.validatePodLabel(source); err != nil {
+		leases := varLeaseName
+		if c.Grouped() {
+			leases = groupVars(s)
+		}
+		if err := c.validatePodLabel(source, leases); err != nil {
 			return Config{}, err
 		}
 	}

@@ -267,8 +267,8 @@ func TestRules(t *testing.T) {
 		// 8. Observer and group constraints.
 		{name: "observer with health-gated candidacy", env: with("LEASEHOLD_CANDIDATE", "false", "LEASEHOLD_APP_HEALTH_URL", "http://127.0.0.1:8080/healthz"),
 			wantVar: "LEASEHOLD_CANDIDATE", wantIn: []string{"observer", "LEASEHOLD_APP_HEALTH_URL"}},
-		{name: "group with the leader label", env: with("LEASEHOLD_SHARDS", "2", "LEASEHOLD_POD_LABEL", "leader", "POD_NAME", "p", "POD_NAMESPACE", "default"),
-			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{"LEASEHOLD_SHARDS"}},
+		{name: "group of too many Leases with the leader label", env: with("LEASEHOLD_SHARDS", "65", "LEASEHOLD_POD_LABEL", "leader", "POD_NAME", "p", "POD_NAMESPACE", "default"),
+			wantVar: "LEASEHOLD_POD_LABEL", wantIn: []string{"65 Leases (LEASEHOLD_SHARDS)", "at most 64 Leases"}},
 
 		// 2. Namespace.
 		{name: "namespace unresolvable", env: map[string]string{"LEASEHOLD_LEASE_NAME": "l"},
@@ -492,6 +492,14 @@ func TestComponentRulesNameTheirVariables(t *testing.T) {
 		{"the namespace file", map[string]string{"LEASEHOLD_LEASE_NAME": "l", "LEASEHOLD_LEASE_NAMESPACE": "default", "LEASEHOLD_POD_LABEL": "leader", "POD_NAME": "p"},
 			[]string{"LEASEHOLD_POD_LABEL"},
 			`LEASEHOLD_POD_LABEL: the namespace in ` + nsFile + ` "Bad" is not a valid DNS label: …`},
+		{"a group: the first Lease whose key is too long", map[string]string{"LEASEHOLD_LEASES": "alpha," + strings.Repeat("b", 57) + "," + strings.Repeat("c", 58),
+			"LEASEHOLD_LEASE_NAMESPACE": "default", "LEASEHOLD_POD_LABEL": "leasehold.io/leader", "POD_NAME": "p", "POD_NAMESPACE": "default"},
+			[]string{"LEASEHOLD_POD_LABEL"},
+			`LEASEHOLD_POD_LABEL: "leasehold.io/leader" with the Lease "` + strings.Repeat("b", 57) + `" of the group makes the leader label key "leasehold.io/leader-` + strings.Repeat("b", 57) +
+				`", which is not a valid label key: name part must be no more than 63 bytes; shorten the key or the Lease's name`},
+		{"shards: the key of the last shard", with(append(label, "LEASEHOLD_LEASE_NAME", strings.Repeat("s", 54), "LEASEHOLD_SHARDS", "11")...),
+			[]string{"LEASEHOLD_POD_LABEL"},
+			`LEASEHOLD_POD_LABEL: "leasehold.io/leader" with the Lease "` + strings.Repeat("s", 54) + `-10" of the group makes the leader label key …`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			setEnv(t, tc.env)
@@ -706,6 +714,20 @@ func TestPodLabel(t *testing.T) {
 	}
 	if want := (PodRef{Namespace: "from-file", Name: "p"}); c.Pod != want {
 		t.Errorf("got %+v, want %+v", c.Pod, want)
+	}
+
+	// With a lease group, a labeler per Lease, of the group: up to
+	// podlabel.MaxGroupLeases Leases.
+	setEnv(t, with("LEASEHOLD_LEASE_NAME", "web", "LEASEHOLD_SHARDS", "64", "LEASEHOLD_POD_LABEL", "leasehold.io/leader", "POD_NAME", "p", "POD_NAMESPACE", "default"))
+	if c, err = testLoader(t).Load(); err != nil {
+		t.Fatal(err)
+	}
+	got := c.PodLabelConfig("web-63")
+	if got.Key != "leasehold.io/leader" || got.LeaseName != "web-63" || got.Group != "web" || got.Namespace != "default" {
+		t.Errorf("PodLabelConfig(web-63) = %+v", got)
+	}
+	if one := (Config{PodLabel: "k", Election: Election{Leases: []string{"l"}}}).PodLabelConfig("l"); one.Group != "" {
+		t.Errorf("a single Lease's labeler has Group %q", one.Group)
 	}
 
 	// Off by default: POD_NAME alone does not turn it on.

@@ -122,16 +122,19 @@ func appHealth(s spec) (AppHealth, error) {
 	return a, nil
 }
 
-// PodLabelConfig is the labeler's configuration: what podlabel.New needs
+// PodLabelConfig is the configuration of the labeler of the Lease lease
+// (one of Leases: with a group, each Lease has its own labeler, which
+// keeps podlabel.GroupLeaderKey(PodLabel, lease)): what podlabel.New needs
 // besides the clients, the clock, logger and metrics. The label is off
 // when PodLabel is empty.
-func (c Config) PodLabelConfig() podlabel.Config {
+func (c Config) PodLabelConfig(lease string) podlabel.Config {
 	return podlabel.Config{
 		Namespace:      c.Pod.Namespace,
 		PodName:        c.Pod.Name,
 		Key:            c.PodLabel,
 		LeaseNamespace: c.LeaseNamespace,
-		LeaseName:      c.LeaseName,
+		LeaseName:      lease,
+		Group:          c.Group,
 		RetryPeriod:    c.RetryPeriod,
 		// The leader clears other Pods' stale labels once per lease
 		// duration.
@@ -139,19 +142,26 @@ func (c Config) PodLabelConfig() podlabel.Config {
 	}
 }
 
-// validatePodLabel checks podlabel's rules (rule 9), on LEASEHOLD_POD_LABEL;
-// podNamespace says where the Pod's namespace came from.
-func (c Config) validatePodLabel(podNamespace string) error {
-	pc := c.PodLabelConfig()
-	return fromRule(pc.Validate(), fieldVars{
+// validatePodLabel checks podlabel's rules (rule 9) for each Lease's
+// labeler, on LEASEHOLD_POD_LABEL; podNamespace says where the Pod's
+// namespace came from, leases which variable named the Leases.
+func (c Config) validatePodLabel(podNamespace, leases string) error {
+	vars := fieldVars{
 		"podlabel.Key":            varPodLabel,
 		"podlabel.PodName":        "POD_NAME",
 		"podlabel.Namespace":      podNamespace,
 		"podlabel.LeaseNamespace": varLeaseNamespace,
-		"podlabel.LeaseName":      varLeaseName,
+		"podlabel.LeaseName":      leases,
 		"podlabel.RetryPeriod":    varRetryPeriod,
 		"podlabel.Resync":         varLeaseDuration,
-	}, varPodLabel)
+	}
+	for _, lease := range c.Leases {
+		pc := c.PodLabelConfig(lease)
+		if err := fromRule(pc.Validate(), vars, varPodLabel); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // podRef finds this sidecar's Pod (rule 9): POD_NAME, and the namespace

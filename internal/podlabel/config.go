@@ -30,13 +30,21 @@ type Config struct {
 	// POD_NAME from the downward API). Cleanup lists Pods in Namespace.
 	Namespace, PodName string
 	// Key is the label's key, e.g. "leasehold.io/leader"; its values are
-	// "true" and "false". It must not be LeaseKey.
+	// "true" and "false". It must not be LeaseKey. In a lease group the
+	// key written is GroupLeaderKey(Key, LeaseName).
 	Key string
 	// LeaseNamespace and LeaseName identify the Lease of the election that
-	// Source runs. The Labeler writes them on its own Pod as the election
-	// label LeaseKey, and its cleanup touches only Pods that carry the
-	// same election label, never another election's.
+	// Source runs. For a single Lease the Labeler writes them on its own
+	// Pod as the election label LeaseKey, and its cleanup touches only Pods
+	// that carry the same election label, never another election's.
 	LeaseNamespace, LeaseName string
+	// Group, when not empty, is the lease group LeaseName belongs to
+	// (its Leases live in LeaseNamespace): the Labeler then keeps the
+	// label GroupLeaderKey(Key, LeaseName) and writes the election label
+	// GroupKey, naming the group, instead of LeaseKey; its cleanup touches
+	// only that key on Pods of the same group. A sidecar of a group runs
+	// one Labeler per Lease, all with the same Group.
+	Group string
 	// Source is the election whose Snapshot.Leading the label follows.
 	Source Source
 
@@ -61,6 +69,8 @@ type Config struct {
 // fields it relates, with their values:
 //
 //   - Key is a qualified label name, and not LeaseKey;
+//   - with Group, GroupLeaderKey(Key, LeaseName) is a qualified label
+//     name too (checked after LeaseName);
 //   - Namespace and PodName locate a Pod: a DNS label and a DNS subdomain;
 //   - LeaseNamespace and LeaseName name a Lease: a DNS label and a DNS
 //     subdomain;
@@ -98,6 +108,14 @@ func (c *Config) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(c.LeaseName); len(errs) > 0 {
 		return rule.Errorf(component, "%s is not a valid DNS subdomain: %s", leaseName, strings.Join(errs, "; "))
 	}
+	if c.Group != "" {
+		// The Lease is shown as a value, not a field: the rule is about
+		// Key, which the user chose for every Lease of the group.
+		groupKey := GroupLeaderKey(c.Key, c.LeaseName)
+		if errs := validation.IsQualifiedName(groupKey); len(errs) > 0 {
+			return rule.Errorf(component, "%s with the Lease %q of the group makes the leader label key %q, which is not a valid label key: %s; shorten the key or the Lease's name", key, c.LeaseName, groupKey, strings.Join(errs, "; "))
+		}
+	}
 	switch {
 	case c.RetryPeriod <= 0:
 		return rule.Errorf(component, "%s must be greater than 0", rule.Field{Name: "RetryPeriod", Label: "retryPeriod", Value: c.RetryPeriod})
@@ -106,6 +124,16 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// MaxGroupLeases is the most Leases a lease group may have with the leader
+// label. Each Lease costs its own goroutine and its own label on the Pod,
+// and every change of a Lease's leadership one patch of the whole Pod
+// object (which every watcher of the Pod, the kubelet and the
+// EndpointSlice controller among them, receives): at start each Labeler
+// writes once, and on shutdown each Labeler whose Lease this Pod may lead
+// writes false concurrently within 2s. For tens of Leases that is cheap;
+// beyond this bound the Pod's updates, not the Leases, would dominate.
+const MaxGroupLeases = 64
 
 // component prefixes the messages of Validate.
 const component = "podlabel"

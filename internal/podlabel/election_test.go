@@ -29,9 +29,9 @@ func TestLeaseValue(t *testing.T) {
 		{name: "other namespace, too long together", leaseNS: "platform-coordination", lease: long, podNS: "shop", want: "sha256_83c9a1f4c1d965227acaca5bad1043f2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := leaseValue(tc.leaseNS, tc.lease, tc.podNS)
+			got := electionValue(tc.leaseNS, tc.lease, tc.podNS)
 			if got != tc.want {
-				t.Fatalf("leaseValue(%q, %q, %q) = %q, want %q", tc.leaseNS, tc.lease, tc.podNS, got, tc.want)
+				t.Fatalf("electionValue(%q, %q, %q) = %q, want %q", tc.leaseNS, tc.lease, tc.podNS, got, tc.want)
 			}
 			if errs := validation.IsValidLabelValue(got); len(errs) > 0 {
 				t.Fatalf("%q is not a valid label value: %v", got, errs)
@@ -55,7 +55,7 @@ func TestLeaseValueIsUniquePerElection(t *testing.T) {
 	}
 	seen := map[string][2]string{}
 	for _, l := range leases {
-		v := leaseValue(l[0], l[1], "shop")
+		v := electionValue(l[0], l[1], "shop")
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
 			t.Errorf("%s/%s: %q is not a valid label value: %v", l[0], l[1], v, errs)
 		}

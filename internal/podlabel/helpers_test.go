@@ -258,7 +258,20 @@ func (f *fixture) start(id, pod string, user *kubetest.User) *candidate {
 // namespace).
 func (f *fixture) startFor(lease, id, pod string, user *kubetest.User) *candidate {
 	f.t.Helper()
+	return f.startWith(election{lease: lease, key: labelKey}, id, pod, user)
+}
+
+// election is what a candidate's Elector and Labeler are for: the Lease,
+// the label key (Config.Key) and, for a Lease of a lease group, the group.
+type election struct{ group, lease, key string }
+
+// startWith is start for the election e: a single Lease with any key, or
+// one Lease of a group (a member of a group runs one candidate per Lease,
+// all for the same Pod).
+func (f *fixture) startWith(e election, id, pod string, user *kubetest.User) *candidate {
+	f.t.Helper()
 	t := f.t
+	lease := e.lease
 	proxy, err := cluster.NewProxy()
 	if err != nil {
 		t.Fatal(err)
@@ -288,8 +301,8 @@ func (f *fixture) startFor(lease, id, pod string, user *kubetest.User) *candidat
 		t.Fatal(err)
 	}
 	if c.labeler, err = New(Config{
-		Pods: cs.CoreV1().Pods(f.namespace), Namespace: f.namespace, PodName: pod, Key: labelKey,
-		LeaseNamespace: f.namespace, LeaseName: lease, Source: c.elector,
+		Pods: cs.CoreV1().Pods(f.namespace), Namespace: f.namespace, PodName: pod, Key: e.key,
+		LeaseNamespace: f.namespace, LeaseName: lease, Group: e.group, Source: c.elector,
 		RetryPeriod: retryPeriod, Resync: resync, Logger: log, Metrics: c.metrics,
 	}); err != nil {
 		t.Fatal(err)

@@ -18,13 +18,16 @@ import (
 // Labeler keeps the leader label on the sidecar's own Pod. Create it with
 // New and start it with Run (once).
 type Labeler struct {
-	cfg     Config
-	lease   string // the value of the election label LeaseKey
-	pods    PodClient
-	clock   clock.WithTicker
-	log     *slog.Logger
-	metrics *Metrics
-	started atomic.Bool
+	cfg Config
+	key string // the leader label's key: Key, or GroupLeaderKey in a group
+	// electionKey and election are the election label and its value:
+	// LeaseKey naming the Lease, or in a group GroupKey naming the group.
+	electionKey, election string
+	pods                  PodClient
+	clock                 clock.WithTicker
+	log                   *slog.Logger
+	metrics               *Metrics
+	started               atomic.Bool
 
 	// idle, when set (by tests), is called each time Run is about to block,
 	// with the time its timer fires (armed false: no timer, only a change of
@@ -44,12 +47,18 @@ func New(cfg Config) (*Labeler, error) {
 		return nil, err
 	}
 	l := &Labeler{
-		cfg:     cfg,
-		lease:   leaseValue(cfg.LeaseNamespace, cfg.LeaseName, cfg.Namespace),
-		pods:    cfg.Pods,
-		clock:   cfg.Clock,
-		log:     cfg.Logger,
-		metrics: cfg.Metrics,
+		cfg:         cfg,
+		key:         cfg.Key,
+		electionKey: LeaseKey,
+		election:    electionValue(cfg.LeaseNamespace, cfg.LeaseName, cfg.Namespace),
+		pods:        cfg.Pods,
+		clock:       cfg.Clock,
+		log:         cfg.Logger,
+		metrics:     cfg.Metrics,
+	}
+	if cfg.Group != "" {
+		l.key = GroupLeaderKey(cfg.Key, cfg.LeaseName)
+		l.electionKey, l.election = GroupKey, electionValue(cfg.LeaseNamespace, cfg.Group, cfg.Namespace)
 	}
 	if l.clock == nil {
 		l.clock = clock.RealClock{}
@@ -60,7 +69,7 @@ func New(cfg Config) (*Labeler, error) {
 	if l.metrics == nil {
 		l.metrics = NewMetrics(nil)
 	}
-	l.log = l.log.With("pod", cfg.Namespace+"/"+cfg.PodName, "label", cfg.Key)
+	l.log = l.log.With("pod", cfg.Namespace+"/"+cfg.PodName, "label", l.key)
 	l.metrics.leader.Set(0)
 	return l, nil
 }
@@ -237,7 +246,7 @@ func (l *Labeler) cleanup(ctx context.Context, s *state) {
 	}
 	if !ownTrue {
 		s.known = false
-		l.log.Warn("the own Pod does not carry the leader label with this election's label; writing it again", "election", l.lease)
+		l.log.Warn("the own Pod does not carry the leader label with this election's label; writing it again", "election", l.election)
 	}
 	next := l.cfg.Resync
 	if again {

@@ -35,20 +35,20 @@ func labelPatch(set labels.Set, resourceVersion string) []byte {
 // the election label with it, unconditionally: this instance alone decides
 // its Pod's values. The caller bounds ctx.
 func (l *Labeler) patchOwn(ctx context.Context, value bool) error {
-	set := labels.Set{l.cfg.Key: strconv.FormatBool(value), LeaseKey: l.lease}
+	set := labels.Set{l.key: strconv.FormatBool(value), l.electionKey: l.election}
 	_, err := l.pods.Patch(ctx, l.cfg.PodName, types.MergePatchType, labelPatch(set, ""), metav1.PatchOptions{FieldManager: FieldManager})
 	return err
 }
 
-// listLabeled returns the Pods of the namespace that carry <key>=true and
-// this election's label, read consistently (resourceVersion unset: from
+// listLabeled returns the Pods of the namespace that carry <key>=true (the
+// Lease's key, in a group) and this election's label, read consistently (resourceVersion unset: from
 // etcd, or a cache proven fresh). Pods of other elections, and Pods
 // labelled by a leasehold that wrote no election label, are not among them.
 func (l *Labeler) listLabeled(ctx context.Context) ([]corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.requestTimeout())
 	defer cancel()
 	list, err := l.pods.List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{l.cfg.Key: "true", LeaseKey: l.lease}).String(),
+		LabelSelector: labels.SelectorFromSet(labels.Set{l.key: "true", l.electionKey: l.election}).String(),
 	})
 	if err != nil {
 		return nil, err
@@ -62,6 +62,6 @@ func (l *Labeler) listLabeled(ctx context.Context) ([]corev1.Pod, error) {
 func (l *Labeler) clearStale(ctx context.Context, name, resourceVersion string) error {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.requestTimeout())
 	defer cancel()
-	_, err := l.pods.Patch(ctx, name, types.MergePatchType, labelPatch(labels.Set{l.cfg.Key: "false"}, resourceVersion), metav1.PatchOptions{FieldManager: FieldManager})
+	_, err := l.pods.Patch(ctx, name, types.MergePatchType, labelPatch(labels.Set{l.key: "false"}, resourceVersion), metav1.PatchOptions{FieldManager: FieldManager})
 	return err
 }

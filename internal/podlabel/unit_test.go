@@ -37,6 +37,7 @@ const (
 	unitPod    = "a"
 	unitKey    = "leasehold.io/leader"
 	unitLease  = "orders" // in unitNS: the election label's value is the name
+	unitGroup  = "shop"   // the lease group of group-mode tests, in unitNS
 	unitRetry  = 2 * time.Second
 	unitResync = 15 * time.Second
 )
@@ -77,6 +78,24 @@ type unitEnv struct {
 	cancel  context.CancelFunc
 	done    chan error
 	term    fence.Token
+	group   string // the Labeler's Group: "" for a single Lease
+}
+
+// leaderKey is the label the Labeler keeps: unitKey, or its Lease's key in
+// a group.
+func (e *unitEnv) leaderKey() string {
+	if e.group != "" {
+		return GroupLeaderKey(unitKey, unitLease)
+	}
+	return unitKey
+}
+
+// electionLabel is the election label the Labeler writes on its own Pod.
+func (e *unitEnv) electionLabel() labels.Set {
+	if e.group != "" {
+		return labels.Set{GroupKey: e.group}
+	}
+	return labels.Set{LeaseKey: unitLease}
 }
 
 // newUnitEnv creates Pods (name → label value, "" for none) in a fake
@@ -126,7 +145,7 @@ func (e *unitEnv) start() {
 	e.t.Helper()
 	l, err := New(Config{
 		Pods: e.cs.CoreV1().Pods(unitNS), Namespace: unitNS, PodName: unitPod, Key: unitKey,
-		LeaseNamespace: unitNS, LeaseName: unitLease, Source: publisherSource{e.pub}, RetryPeriod: unitRetry, Resync: unitResync,
+		LeaseNamespace: unitNS, LeaseName: unitLease, Group: e.group, Source: publisherSource{e.pub}, RetryPeriod: unitRetry, Resync: unitResync,
 		Clock: e.clock, Metrics: e.metrics,
 	})
 	if err != nil {
@@ -189,13 +208,10 @@ type sent struct {
 	verb, pod, value, rv string
 }
 
-// unitSelector is the cleanup's list selector: this election's true.
-var unitSelector = labels.SelectorFromSet(labels.Set{unitKey: "true", LeaseKey: unitLease}).String()
-
 // sent returns the pod requests sent so far: patches with their label
 // value and resourceVersion precondition, and lists. It checks that every
-// patch of the own Pod sets the election label, that no other Pod's patch
-// touches it, and that every list selects this election's true.
+// patch sets only the leader label and, on the own Pod, the election
+// label, and that every list selects this election's true.
 func (e *unitEnv) sent() []sent {
 	e.t.Helper()
 	var out []sent
@@ -214,17 +230,19 @@ func (e *unitEnv) sent() []sent {
 			if err := json.Unmarshal(a.GetPatch(), &p); err != nil {
 				e.t.Fatalf("patch %s is not JSON: %v", a.GetPatch(), err)
 			}
-			election, set := p.Metadata.Labels[LeaseKey]
-			switch {
-			case a.GetName() == unitPod && election != unitLease:
-				e.t.Errorf("patch %s of the own Pod sets the election label to %q, want %q", a.GetPatch(), election, unitLease)
-			case a.GetName() != unitPod && set:
-				e.t.Errorf("patch %s of %s touches the election label", a.GetPatch(), a.GetName())
+			value, valueSet := p.Metadata.Labels[e.leaderKey()]
+			want := labels.Set{e.leaderKey(): value}
+			if a.GetName() == unitPod {
+				want = labels.Merge(want, e.electionLabel())
 			}
-			out = append(out, sent{"patch", a.GetName(), p.Metadata.Labels[unitKey], p.Metadata.ResourceVersion})
+			if !valueSet || !labels.Equals(p.Metadata.Labels, want) {
+				e.t.Errorf("patch %s of %s sets labels %v, want %v", a.GetPatch(), a.GetName(), p.Metadata.Labels, want)
+			}
+			out = append(out, sent{"patch", a.GetName(), value, p.Metadata.ResourceVersion})
 		case k8stesting.ListAction:
-			if sel := a.GetListRestrictions().Labels.String(); sel != unitSelector {
-				e.t.Errorf("list with selector %q, want %q", sel, unitSelector)
+			selector := labels.SelectorFromSet(labels.Merge(labels.Set{e.leaderKey(): "true"}, e.electionLabel())).String()
+			if sel := a.GetListRestrictions().Labels.String(); sel != selector {
+				e.t.Errorf("list with selector %q, want %q", sel, selector)
 			}
 			out = append(out, sent{verb: "list"})
 		}
@@ -246,7 +264,7 @@ func (e *unitEnv) label(pod string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return p.Labels[unitKey]
+	return p.Labels[e.leaderKey()]
 }
 
 func patchOf(pod, value string) sent { return sent{verb: "patch", pod: pod, value: value} }
@@ -549,6 +567,51 @@ func TestCleanupTouchesOnlyItsOwnElection(t *testing.T) {
 	}
 }
 
+// In a lease group the Labeler of a Lease keeps that Lease's key, writes
+// the group's election label (not the single Lease's) on its own Pod, and
+// its cleanup clears only its key on the Pods of its group: not another
+// Lease's key, not another group's Pods, not the Pods of a single Lease
+// whose key or Lease name is the same.
+func TestGroupLabelerKeepsItsLeasesKeyInItsGroup(t *testing.T) {
+	key, other := GroupLeaderKey(unitKey, unitLease), GroupLeaderKey(unitKey, "payments")
+	if key != "leasehold.io/leader-orders" {
+		t.Fatalf("GroupLeaderKey = %q", key)
+	}
+	e := newUnitEnvLabels(t, map[string]map[string]string{
+		unitPod:       nil,
+		"same":        {key: "true", other: "true", GroupKey: unitGroup},
+		"other-lease": {other: "true", GroupKey: unitGroup},
+		"other-group": {key: "true", GroupKey: "cart"},
+		"single":      {key: "true", LeaseKey: unitLease},
+		"single-base": {unitKey: "true", LeaseKey: unitLease},
+	})
+	e.group = unitGroup
+	e.lead()
+	e.start()
+	e.waitIdle(0)
+	expectSent(t, e.sent(), patchOf(unitPod, "true"), list, patchOf("same", "false"))
+	e.act(func() { e.clock.Step(unitResync) })
+	e.act(e.follow)
+	expectSent(t, e.sent(), patchOf(unitPod, "true"), list, patchOf("same", "false"), list, patchOf(unitPod, "false"))
+	pods, err := e.cs.CoreV1().Pods(unitNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]labels.Set{
+		unitPod:       {key: "false", GroupKey: unitGroup},
+		"same":        {key: "false", other: "true", GroupKey: unitGroup},
+		"other-lease": {other: "true", GroupKey: unitGroup},
+		"other-group": {key: "true", GroupKey: "cart"},
+		"single":      {key: "true", LeaseKey: unitLease},
+		"single-base": {unitKey: "true", LeaseKey: unitLease},
+	}
+	for _, p := range pods.Items {
+		if got := labels.Set(p.Labels); !labels.Equals(got, want[p.Name]) {
+			t.Errorf("pod %s: labels %v, want %v", p.Name, got, want[p.Name])
+		}
+	}
+}
+
 // TestNewRejectsBadConfig is the table of Config's rules (Validate), plus
 // the clients New needs: each broken rule is reported naming the field it
 // is about, with its value.
@@ -562,6 +625,11 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 	if _, err := New(good()); err != nil {
 		t.Fatalf("good config: %v", err)
+	}
+	longest := good()
+	longest.Group, longest.LeaseName = "shop", strings.Repeat("a", 56) // leader-aaa…: 63 characters
+	if _, err := New(longest); err != nil {
+		t.Fatalf("group config with the longest key: %v", err)
 	}
 	for name, tc := range map[string]struct {
 		change func(*Config)
@@ -585,8 +653,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		"no lease name":       {func(c *Config) { c.LeaseName = "" }, `the Lease's name "" is not a valid DNS subdomain`, "LeaseName"},
 		"bad lease name":      {func(c *Config) { c.LeaseName = "Orders" }, `the Lease's name "Orders" is not a valid DNS subdomain`, "LeaseName"},
 		"long lease name":     {func(c *Config) { c.LeaseName = strings.Repeat("a", 254) }, "is not a valid DNS subdomain", "LeaseName"},
-		"zero retry":          {func(c *Config) { c.RetryPeriod = 0 }, "podlabel: retryPeriod (0s) must be greater than 0", "RetryPeriod"},
-		"zero resync":         {func(c *Config) { c.Resync = 0 }, "podlabel: resync (0s) must be greater than 0", "Resync"},
+		"group key too long": {func(c *Config) { c.Group, c.LeaseName = "shop", strings.Repeat("a", 57) }, // leader-aaa…: 64 characters
+			`podlabel: "leasehold.io/leader" with the Lease "` + strings.Repeat("a", 57) + `" of the group makes the leader label key "leasehold.io/leader-` + strings.Repeat("a", 57) + `", which is not a valid label key: name part must be no more than 63 bytes; shorten the key or the Lease's name`, "Key"},
+		"zero retry":  {func(c *Config) { c.RetryPeriod = 0 }, "podlabel: retryPeriod (0s) must be greater than 0", "RetryPeriod"},
+		"zero resync": {func(c *Config) { c.Resync = 0 }, "podlabel: resync (0s) must be greater than 0", "Resync"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := good()

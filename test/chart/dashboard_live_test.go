@@ -125,6 +125,7 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 	group := dashboardMode{name: "a lease group", leases: []string{"dash-0", "dash-1", "dash-2"}, election: "group", electionValue: "dash", absent: map[string]string{}}
 	t.Run(group.name, func(t *testing.T) {
 		ns := newNamespace(t, "dash-group")
+		createPods(t, ns, "a", "b")
 		var insts []*fleet.Instance
 		var proxies []string
 		for _, name := range []string{"a", "b"} {
@@ -134,7 +135,7 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 			}
 			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 			f := fleetConfig(t, ns, "dash", nil)
-			f.Env = []string{"LEASEHOLD_SHARDS=3", "LEASEHOLD_APP_HEALTH_URL=" + app.URL + "/healthz",
+			f.Env = []string{"LEASEHOLD_SHARDS=3", "LEASEHOLD_APP_HEALTH_URL=" + app.URL + "/healthz", "LEASEHOLD_POD_LABEL=leasehold.io/leader",
 				"LEASEHOLD_PROXY_ADDR=" + addr, "LEASEHOLD_PROXY_UPSTREAM=" + upstream, "LEASEHOLD_ADVERTISE_ADDRESS=" + addr}
 			insts = append(insts, start(t, f, name))
 			proxies = append(proxies, "http://"+addr+"/")

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leasehold/leasehold/internal/group"
 	"github.com/leasehold/leasehold/internal/httpapi"
+	"github.com/leasehold/leasehold/internal/podlabel"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
@@ -250,6 +252,100 @@ func TestChartGroupRoleLetsMembersShareTheLeases(t *testing.T) {
 	}
 	if got := members(t, ns, s.group); len(got) != 0 {
 		t.Errorf("member Leases %v left after every member left", got)
+	}
+	noForbiddenInLogs(t, a, b)
+}
+
+// With a lease group of two Leases (leases={alpha,beta}) and
+// podLabel.enabled, the real sidecars, with the credentials of a user bound
+// to nothing but the chart's rendered Role (its pods rule applies in group
+// mode too), label each Lease's leader's Pod <key>-<lease>=true and the
+// other Pod false, clear a crashed member's stale true of its Lease, move
+// the labels with the Leases when a member leaves, and take every true off
+// on SIGTERM; no request is ever forbidden.
+func TestChartGroupRoleLetsMembersLabelEachLeasesLeader(t *testing.T) {
+	kubetest.Require(t, cluster)
+	t.Parallel()
+	const key = "leasehold.io/leader"
+	ns := newNamespace(t, "group-label")
+	s := chartSidecar(t, ns, "--set", "leases={alpha,beta}", "--set", "podLabel.enabled=true", "--set", "podLabel.key="+key)
+	if !slices.ContainsFunc(s.role.Rules, func(r rbacv1.PolicyRule) bool {
+		return ruleDiff([]rbacv1.PolicyRule{r}, []rbacv1.PolicyRule{podLabelRule}) == ""
+	}) {
+		t.Fatalf("the group's Role has no pods rule %v: %s", podLabelRule, rulesString(s.role.Rules))
+	}
+	keys := map[string]string{"alpha": podlabel.GroupLeaderKey(key, "alpha"), "beta": podlabel.GroupLeaderKey(key, "beta")}
+	if _, err := cluster.Clientset().CoreV1().ServiceAccounts(ns).Create(t.Context(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err) // admission looks it up; no controller manager creates it here
+	}
+	pods := cluster.Clientset().CoreV1().Pods(ns)
+	for name, l := range map[string]map[string]string{
+		"a": nil, "b": nil,
+		// A crashed member's labels: alpha's true, with the group's election label.
+		"c": {keys["alpha"]: "true", podlabel.GroupKey: s.group},
+	} {
+		if _, err := pods.Create(t.Context(), restrictedPod(name, l), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := s.fleet(t, ns, s.role)
+	f.Env = append(f.Env, "LEASEHOLD_POD_LABEL="+key)
+	a, b := start(t, f, "a"), start(t, f, "b")
+	settled(t, a, b)
+	pod := map[string]string{identityOf(t, a): "a", identityOf(t, b): "b"}
+	labels := func() map[string]string { // "<pod> <lease>" → value
+		out := map[string]string{}
+		for _, name := range []string{"a", "b", "c"} {
+			p, err := pods.Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for lease, k := range keys {
+				out[name+" "+lease] = p.Labels[k]
+			}
+			out[name+" group"] = p.Labels[podlabel.GroupKey]
+		}
+		return out
+	}
+	// want: each Lease's leader's Pod (by the Leases' holders) true, the
+	// other member's false, c's stale alpha cleared.
+	want := func(leaders map[string]string, stopped ...string) map[string]string {
+		w := map[string]string{"c alpha": "false", "c beta": "", "c group": s.group, "a group": s.group, "b group": s.group}
+		for lease := range keys {
+			for _, name := range []string{"a", "b"} {
+				w[name+" "+lease] = strconv.FormatBool(leaders[lease] == name && !slices.Contains(stopped, name))
+			}
+		}
+		return w
+	}
+	leaders := func() map[string]string {
+		out := map[string]string{}
+		for lease, h := range holders(t, ns, []string{"alpha", "beta"}) {
+			out[lease] = pod[h]
+		}
+		return out
+	}
+	var got, w map[string]string
+	eventually(t, generous, "each Lease's leader's Pod carries its label true, the other member's false", func() bool {
+		got, w = labels(), want(leaders())
+		return maps.Equal(got, w)
+	})
+	if l := leaders(); l["alpha"] == l["beta"] {
+		t.Errorf("one member leads both Leases: %v", l)
+	}
+
+	stopGracefully(t, b)
+	eventually(t, generous, "a leads both and carries both labels, b's are false", func() bool {
+		got, w = labels(), want(map[string]string{"alpha": "a", "beta": "a"})
+		return maps.Equal(got, w)
+	})
+	stopGracefully(t, a)
+	if got, w = labels(), want(nil, "a", "b"); !maps.Equal(got, w) {
+		t.Errorf("after every member's SIGTERM: labels %v, want %v", got, w)
+	}
+	if t.Failed() {
+		t.Logf("labels %v, want %v", got, w)
 	}
 	noForbiddenInLogs(t, a, b)
 }

@@ -582,7 +582,7 @@ func TestBadValuesFailWithAClearMessage(t *testing.T) {
 		"shard name too long":       {[]string{"--set", "shards=10", "--set", "leaseName=" + strings.Repeat("a", 252)}, []string{"shards=10: the shard Lease", "longer than 253 characters"}},
 		"full name not a group":     {[]string{"--set", "shards=2", "--set", "fullnameOverride=Orders"}, []string{`the group name "Orders" must be a label value`, "set group"}},
 		"observer with app health":  {[]string{"--set", "candidate=false", "--set", "appHealth.url=http://127.0.0.1:8080/healthz"}, []string{"candidate=false (an observer, which never campaigns) together with appHealth.url"}},
-		"group with the pod label":  {[]string{"--set", "shards=2", "--set", "podLabel.enabled=true"}, []string{"podLabel.enabled with a lease group"}},
+		"pod label, 65 shards":      {[]string{"--set", "shards=65", "--set", "podLabel.enabled=true"}, []string{"LEASEHOLD_POD_LABEL: set with a lease group of 65 Leases (LEASEHOLD_SHARDS)", "(set podLabel.enabled, shards)"}},
 		"rank url not http":         {[]string{"--set", "appRank.url=tcp://127.0.0.1:8080/rank"}, []string{schema, "at '/appRank/url'"}},
 		"group with a rank":         {[]string{"--set", "shards=2", "--set", "appRank.url=http://127.0.0.1:8080/rank"}, []string{`appRank.url="http://127.0.0.1:8080/rank" with a lease group`, "one app's rank ranks it for one Lease"}},
 		"observer with a rank":      {[]string{"--set", "candidate=false", "--set", "appRank.url=http://127.0.0.1:8080/rank"}, []string{"candidate=false (an observer, which is never a successor) together with appRank.url"}},
@@ -705,6 +705,8 @@ func TestRoleGrantsOnlyWhatTheModeNeeds(t *testing.T) {
 			"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_SHARDS": "3", "LEASEHOLD_GROUP": "ci-leasehold", "LEASEHOLD_BALANCE": "true", "LEASEHOLD_CANDIDATE": "false"}},
 		"observer of roles": {[]string{"--set", "candidate=false", "--set", "leases={a,b}"}, observerRules("a", "b"), map[string]string{
 			"LEASEHOLD_LEASES": "a,b", "LEASEHOLD_GROUP": "ci-leasehold", "LEASEHOLD_BALANCE": "true", "LEASEHOLD_CANDIDATE": "false"}},
+		"shards with the pod label": {[]string{"--set", "shards=3", "--set", "podLabel.enabled=true"}, append(slices.Clone(groupRules), podLabelRule), map[string]string{
+			"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_SHARDS": "3", "LEASEHOLD_GROUP": "ci-leasehold", "LEASEHOLD_BALANCE": "true", "LEASEHOLD_POD_LABEL": "leasehold.io/leader"}},
 		"observer with the pod label": {[]string{"--set", "candidate=false", "--set", "podLabel.enabled=true"},
 			append(observerRules("ci-leasehold"), podLabelRule), map[string]string{
 				"LEASEHOLD_LEASE_NAME": "ci-leasehold", "LEASEHOLD_CANDIDATE": "false", "LEASEHOLD_POD_LABEL": "leasehold.io/leader"}},

@@ -3,6 +3,7 @@ package chart_test
 import (
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/leasehold/leasehold/internal/config"
+	"github.com/leasehold/leasehold/internal/podlabel"
 )
 
 // timingVars are the sidecar's variables each chart value below sets.
@@ -27,12 +29,6 @@ var timingVars = map[string]string{
 // nil when it starts.
 func sidecarError(t *testing.T, values map[string]string) error {
 	t.Helper()
-	for _, v := range os.Environ() {
-		if name, _, _ := strings.Cut(v, "="); strings.HasPrefix(name, config.Prefix+"_") || name == "POD_NAME" || name == "POD_NAMESPACE" {
-			t.Setenv(name, "")
-			os.Unsetenv(name)
-		}
-	}
 	// The chart's defaults, which the sidecar's are too.
 	env := map[string]string{
 		"LEASEHOLD_LEASE_NAME": "orders", "LEASEHOLD_LEASE_NAMESPACE": "shop", "LEASEHOLD_IDENTITY": "orders-0",
@@ -46,6 +42,20 @@ func sidecarError(t *testing.T, values map[string]string) error {
 			continue // the chart sets the health variables only with the URL
 		}
 		env[timingVars[value]] = v
+	}
+	return loadSidecar(t, env)
+}
+
+// loadSidecar is what the sidecar says at start (internal/config) with
+// exactly the variables env (and no other LEASEHOLD_*, POD_NAME or
+// POD_NAMESPACE): nil when it starts.
+func loadSidecar(t *testing.T, env map[string]string) error {
+	t.Helper()
+	for _, v := range os.Environ() {
+		if name, _, _ := strings.Cut(v, "="); strings.HasPrefix(name, config.Prefix+"_") || name == "POD_NAME" || name == "POD_NAMESPACE" {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
 	}
 	for k, v := range env {
 		t.Setenv(k, v)
@@ -102,6 +112,76 @@ func TestRenderRefusesTheTimingsTheSidecarRefuses(t *testing.T) {
 				t.Errorf("helm template refuses %v, which the sidecar accepts:\n%v", tc.values, err)
 			case err == nil:
 				t.Errorf("helm template renders %v, which the sidecar refuses: %v", tc.values, want)
+			default:
+				if _, ok := errors.AsType[*config.Error](want); !ok {
+					t.Fatalf("the sidecar's error %v is not a configuration error", want)
+				}
+				if !strings.Contains(err.Error(), want.Error()+" "+tc.hint) {
+					t.Errorf("helm template's error does not carry the sidecar's message %q and then %q:\n%v", want, tc.hint, err)
+				}
+			}
+		})
+	}
+}
+
+// helm template refuses, with a lease group and podLabel.enabled, exactly
+// what the sidecar refuses at start (rules 8 and 9 of internal/config):
+// more than podlabel.MaxGroupLeases Leases, and a Lease whose leader label
+// key <podLabel.key>-<lease> is no qualified label name (the first such
+// Lease named), with the sidecar's own message followed by the values to
+// change; boundaries on both sides. The sidecar's variables are the ones
+// the chart renders for these values (release orders in shop).
+func TestRenderRefusesThePodLabelKeysTheSidecarRefuses(t *testing.T) {
+	requireHelm(t)
+	roles := func(names ...string) ([]string, map[string]string) {
+		return []string{"--set", "leases={" + strings.Join(names, ",") + "}"},
+			map[string]string{"LEASEHOLD_LEASES": strings.Join(names, ","), "LEASEHOLD_GROUP": "orders-leasehold"}
+	}
+	shards := func(prefix string, n int) ([]string, map[string]string) {
+		return []string{"--set", "leaseName=" + prefix, "--set", "shards=" + strconv.Itoa(n)},
+			map[string]string{"LEASEHOLD_LEASE_NAME": prefix, "LEASEHOLD_SHARDS": strconv.Itoa(n), "LEASEHOLD_GROUP": prefix}
+	}
+	many := make([]string, podlabel.MaxGroupLeases+1)
+	for i := range many {
+		many[i] = "r" + strconv.Itoa(i)
+	}
+	b56, b57, s54 := strings.Repeat("b", 56), strings.Repeat("b", 57), strings.Repeat("s", 54)
+	key60 := "example.com/" + strings.Repeat("k", 60)
+	for name, tc := range map[string]struct {
+		group func() ([]string, map[string]string)
+		key   string // podLabel.key; "" for the default
+		hint  string // the values the chart's message names; "" when both accept
+	}{
+		"roles, the longest key":          {func() ([]string, map[string]string) { return roles("alpha", b56) }, "", ""},
+		"roles, a key one too long":       {func() ([]string, map[string]string) { return roles("alpha", b57, b57+"c") }, "", "(set podLabel.key, leases)"},
+		"shards, the longest key":         {func() ([]string, map[string]string) { return shards(s54, 10) }, "", ""},
+		"shards, the last key too long":   {func() ([]string, map[string]string) { return shards(s54, 11) }, "", "(set podLabel.key, leaseName)"},
+		"a long key, a short role":        {func() ([]string, map[string]string) { return roles("ab") }, key60, ""},
+		"a long key, a role one too long": {func() ([]string, map[string]string) { return roles("abc") }, key60, "(set podLabel.key, leases)"},
+		"the most shards":                 {func() ([]string, map[string]string) { return shards("web", podlabel.MaxGroupLeases) }, "", ""},
+		"one shard too many":              {func() ([]string, map[string]string) { return shards("web", podlabel.MaxGroupLeases+1) }, "", "(set podLabel.enabled, shards)"},
+		"one role too many":               {func() ([]string, map[string]string) { return roles(many...) }, "", "(set podLabel.enabled, leases)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args, env := tc.group()
+			args = append([]string{"template", "orders", chartDir, "--namespace", "shop", "--set", "podLabel.enabled=true"}, args...)
+			env["LEASEHOLD_POD_LABEL"] = "leasehold.io/leader"
+			if tc.key != "" {
+				args = append(args, "--set", "podLabel.key="+tc.key)
+				env["LEASEHOLD_POD_LABEL"] = tc.key
+			}
+			env["LEASEHOLD_LEASE_NAMESPACE"], env["LEASEHOLD_IDENTITY"], env["POD_NAME"], env["POD_NAMESPACE"] = "shop", "orders-0", "orders-0", "shop"
+			want := loadSidecar(t, env)
+			_, err := helm(t, args...)
+			switch {
+			case want == nil && err == nil:
+				if tc.hint != "" {
+					t.Errorf("both accept, want a refusal naming %s", tc.hint)
+				}
+			case want == nil:
+				t.Errorf("helm template refuses what the sidecar accepts:\n%v", err)
+			case err == nil:
+				t.Errorf("helm template renders what the sidecar refuses: %v", want)
 			default:
 				if _, ok := errors.AsType[*config.Error](want); !ok {
 					t.Fatalf("the sidecar's error %v is not a configuration error", want)

@@ -146,6 +146,14 @@ test come from here. It checks the values first (leasehold.validate).
 */}}
 {{- define "leasehold.leaseNames" -}}
 {{- include "leasehold.validate" . }}
+{{- include "leasehold.leaseList" . }}
+{{- end }}
+
+{{/*
+leasehold.leaseList: leasehold.leaseNames without the check of the values,
+for leasehold.validate itself.
+*/}}
+{{- define "leasehold.leaseList" -}}
 {{- if .Values.leases }}
 {{- join "," .Values.leases }}
 {{- else if .Values.shards }}
@@ -183,7 +191,8 @@ literal, comma-separated.
 leasehold.validate renders nothing: it fails, with a message naming the
 values, on the combinations the sidecar refuses at start (it would exit 2)
 that values.schema.json cannot express: the lease group's, observer's,
-handover's and proxy's rules, and the timings' relations
+handover's, proxy's and group leader label's rules
+(leasehold.validateGroupPodLabel), and the timings' relations
 (leasehold.validateTimings); and on both monitors at once. Every rendering
 runs it (templates/validate.yaml), and so does every include of
 leasehold.env or leasehold.container from another chart.
@@ -215,7 +224,7 @@ leasehold.env or leasehold.container from another chart.
 {{- fail (printf "the group name %q must be a label value that makes valid member Lease names (<group>-member-<hash>): at most 63 characters, lower-case letters, digits, '-' and '.'; set group" $group) }}
 {{- end }}
 {{- if .Values.podLabel.enabled }}
-{{- fail "podLabel.enabled with a lease group (leases or shards): the leader label marks the leader of one Lease; turn one of them off" }}
+{{- include "leasehold.validateGroupPodLabel" . }}
 {{- end }}
 {{- end }}
 {{- if and (not (include "leasehold.prioritized" .)) (ne (int .Values.priority) 0) }}
@@ -247,6 +256,31 @@ leasehold.env or leasehold.container from another chart.
 {{- include "leasehold.validateTimings" . }}
 {{- if and .Values.metrics.serviceMonitor.enabled .Values.metrics.podMonitor.enabled }}
 {{- fail "metrics.serviceMonitor.enabled and metrics.podMonitor.enabled are both true: Prometheus would scrape every Pod twice (two series for each, double counts in every sum); enable one of them" }}
+{{- end }}
+{{- end }}
+
+{{/*
+leasehold.validateGroupPodLabel renders nothing: with a lease group and
+podLabel.enabled it fails on what the sidecar refuses at start (rules 8
+and 9 of its configuration), with the sidecar's own message followed by
+the values to change: more than 64 Leases (podlabel.MaxGroupLeases), or a
+Lease whose leader label key <podLabel.key>-<lease> is no qualified label
+name. values.schema.json has checked podLabel.key, and the Lease names are
+DNS subdomains, so only the key's name part can be too long: at most 63
+characters.
+*/}}
+{{- define "leasehold.validateGroupPodLabel" -}}
+{{- $leases := splitList "," (include "leasehold.leaseList" .) }}
+{{- $var := ternary "LEASEHOLD_LEASES" "LEASEHOLD_SHARDS" (not (empty .Values.leases)) }}
+{{- if gt (len $leases) 64 }}
+{{- fail (printf "LEASEHOLD_POD_LABEL: set with a lease group of %d Leases (%s): the leader label keeps one label per Lease on the Pod, and patches the Pod for each Lease's change; at most 64 Leases (set podLabel.enabled, %s)" (len $leases) $var (ternary "leases" "shards" (not (empty .Values.leases)))) }}
+{{- end }}
+{{- $key := .Values.podLabel.key }}
+{{- $name := regexReplaceAll "^.*/" $key "" }}
+{{- range $leases }}
+{{- if gt (add (len $name) 1 (len .)) 63 }}
+{{- fail (printf "LEASEHOLD_POD_LABEL: %q with the Lease %q of the group makes the leader label key %q, which is not a valid label key: name part must be no more than 63 bytes; shorten the key or the Lease's name (set podLabel.key, %s)" $key . (printf "%s-%s" $key .) (ternary "leases" "leaseName" (not (empty $.Values.leases)))) }}
+{{- end }}
 {{- end }}
 {{- end }}
 
