@@ -22,8 +22,8 @@ type Machine struct {
 
 	// Membership.
 	records   map[string]record // by member Lease name
-	live      []record          // scratch of view: empty between steps
-	ids       []string          // scratch of view
+	live      []record          // view's scratch: the live records (empty between steps)
+	ids       []string          // view's scratch: their identities
 	listed    bool
 	joinedAt  time.Time
 	members   *Members              // as last published

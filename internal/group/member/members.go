@@ -147,7 +147,7 @@ func (m *Machine) view(now time.Time) *Members {
 			live, ids = append(live, r), append(ids, r.identity)
 		}
 	}
-	defer func() { m.live, m.ids = live[:0], ids[:0]; clear(live) }() // the scratch keeps no record past the view
+	defer func() { m.live, m.ids = live[:0], ids[:0]; clear(live) }() // no record kept past the view
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	prev := m.members
@@ -184,10 +184,9 @@ func (m *Machine) view(now time.Time) *Members {
 	for _, leases := range v.Declined {
 		slices.Sort(leases)
 	}
-	switch {
-	case sameInfo:
+	if sameInfo {
 		v.Info = prev.Info
-	default:
+	} else {
 		v.Info = make(map[string]Info, len(live))
 		for _, r := range live {
 			v.Info[r.identity] = r.info
@@ -207,10 +206,9 @@ func (m *Machine) view(now time.Time) *Members {
 			v.Versions[r.identity] = r.resourceVersion
 		}
 	}
-	switch {
-	case sameServes:
+	if sameServes {
 		v.Serves = prev.Serves
-	default:
+	} else {
 		v.Serves = make(map[string]Served, len(live))
 		for _, r := range live {
 			if r.serves != nil {
