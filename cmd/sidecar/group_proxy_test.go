@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,12 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/proxy"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
+	"github.com/leasehold/leasehold/internal/testing/proxyload"
 	"github.com/leasehold/leasehold/pkg/api"
 )
 
@@ -283,65 +282,17 @@ func groupProxyHandovers(t *testing.T, f fleet.Config, handovers int) {
 		record(m)
 	}
 
-	type answer struct {
-		via  *groupMember
-		code int // 0: no answer
-		err  error
-		body string
-	}
 	var (
 		mu      sync.Mutex
-		answers []answer
 		current = slices.Clone(members) // the proxies the clients send to
-		load    sync.WaitGroup
 	)
-	ctx, stopLoad := context.WithCancel(t.Context())
-	transport := &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
-	for slot := range members {
-		for _, lease := range leases {
-			load.Go(func() {
-				for k := 0; ctx.Err() == nil; k++ {
-					mu.Lock()
-					via := current[slot]
-					mu.Unlock()
-					method, body := http.MethodGet, io.Reader(nil)
-					if k%2 == 1 {
-						method, body = http.MethodPost, strings.NewReader(fmt.Sprintf("write %d for %s", k, lease))
-					}
-					req, err := http.NewRequestWithContext(ctx, method, "http://"+via.proxy+"/work", body)
-					if err != nil {
-						panic(err) // a fixed, valid URL
-					}
-					req.Header.Set(proxy.HeaderLease, lease)
-					a := answer{via: via}
-					res, err := client.Do(req)
-					if err == nil {
-						b, _ := io.ReadAll(res.Body)
-						_ = res.Body.Close()
-						if a.code = res.StatusCode; a.code != http.StatusOK {
-							a.body = string(b)
-						}
-					}
-					a.err = err
-					if ctx.Err() != nil {
-						return
-					}
-					mu.Lock()
-					answers = append(answers, a)
-					mu.Unlock()
-					if err != nil {
-						time.Sleep(time.Millisecond) // a proxy that is gone: do not spin
-					}
-				}
-			})
-		}
-	}
-	defer func() {
-		stopLoad()
-		load.Wait()
-	}()
+	load := proxyload.Start(t.Context(), len(members)*len(leases), func(client int) proxyload.Target[*groupMember] {
+		mu.Lock()
+		defer mu.Unlock()
+		via, lease := current[client/len(leases)], leases[client%len(leases)]
+		return proxyload.Target[*groupMember]{Addr: via.proxy, Header: http.Header{proxy.HeaderLease: {lease}}, Via: via}
+	})
+	defer load.Stop()
 
 	var leaving []*groupMember
 	all := slices.Clone(members)
@@ -371,23 +322,20 @@ func groupProxyHandovers(t *testing.T, f fleet.Config, handovers int) {
 		record(stayer)
 		record(joined)
 	}
-	stopLoad()
-	load.Wait()
+	answers := load.Stop()
 
 	codes := map[int]int{}
 	var refused int
-	mu.Lock()
-	defer mu.Unlock()
 	for _, a := range answers {
 		switch {
-		case a.err != nil && slices.Contains(leaving, a.via):
+		case a.Err != nil && slices.Contains(leaving, a.Via):
 			refused++ // the SIGTERMed sidecar's proxy, once it had closed
-		case a.err != nil:
-			t.Errorf("a request to %s's proxy, which was not stopped, got no answer: %v", a.via.Name, a.err)
+		case a.Err != nil:
+			t.Errorf("a request to %s's proxy, which was not stopped, got no answer: %v", a.Via.Name, a.Err)
 		default:
-			codes[a.code]++
-			if a.code != http.StatusOK && a.code != http.StatusServiceUnavailable {
-				t.Errorf("%s's proxy answered %d: %s", a.via.Name, a.code, a.body)
+			codes[a.Code]++
+			if a.Code != http.StatusOK && a.Code != http.StatusServiceUnavailable {
+				t.Errorf("%s's proxy answered %d: %s", a.Via.Name, a.Code, a.Body)
 			}
 		}
 	}

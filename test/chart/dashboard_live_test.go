@@ -85,26 +85,8 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 	t.Run(single.name, func(t *testing.T) {
 		ns := newNamespace(t, "dash")
 		createPods(t, ns, "a", "b")
-		var insts []*fleet.Instance
-		var proxies []string
-		for _, name := range []string{"a", "b"} {
-			port, err := kubetest.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-			f := fleetConfig(t, ns, "dash", nil)
-			f.Env = []string{
-				"LEASEHOLD_APP_HEALTH_URL=" + app.URL + "/healthz",
-				"LEASEHOLD_POD_LABEL=leasehold.io/leader",
-				"LEASEHOLD_PROXY_ADDR=" + addr, "LEASEHOLD_PROXY_UPSTREAM=" + upstream, "LEASEHOLD_ADVERTISE_ADDRESS=" + addr,
-			}
-			insts = append(insts, start(t, f, name))
-			proxies = append(proxies, "http://"+addr+"/")
-			if name == "a" {
-				waitLeader(t, insts[0])
-			}
-		}
+		insts, proxies := startProxiedPair(t, ns, upstream, func(a *fleet.Instance) { waitLeader(t, a) },
+			"LEASEHOLD_APP_HEALTH_URL="+app.URL+"/healthz", "LEASEHOLD_POD_LABEL=leasehold.io/leader")
 		// Requests through both proxies before every round of scrapes:
 		// local on the leader, forwarded on the follower.
 		traffic := func() {
@@ -126,20 +108,8 @@ func TestDashboardQueriesReturnDataFromLiveSidecars(t *testing.T) {
 	t.Run(group.name, func(t *testing.T) {
 		ns := newNamespace(t, "dash-group")
 		createPods(t, ns, "a", "b")
-		var insts []*fleet.Instance
-		var proxies []string
-		for _, name := range []string{"a", "b"} {
-			port, err := kubetest.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-			f := fleetConfig(t, ns, "dash", nil)
-			f.Env = []string{"LEASEHOLD_SHARDS=3", "LEASEHOLD_APP_HEALTH_URL=" + app.URL + "/healthz", "LEASEHOLD_POD_LABEL=leasehold.io/leader",
-				"LEASEHOLD_PROXY_ADDR=" + addr, "LEASEHOLD_PROXY_UPSTREAM=" + upstream, "LEASEHOLD_ADVERTISE_ADDRESS=" + addr}
-			insts = append(insts, start(t, f, name))
-			proxies = append(proxies, "http://"+addr+"/")
-		}
+		insts, proxies := startProxiedPair(t, ns, upstream, func(*fleet.Instance) {},
+			"LEASEHOLD_SHARDS=3", "LEASEHOLD_APP_HEALTH_URL="+app.URL+"/healthz", "LEASEHOLD_POD_LABEL=leasehold.io/leader")
 		eventually(t, generous, "both members hold Leases, every Lease is held, and both know where its leader is", func() bool {
 			held := map[string]bool{}
 			for _, inst := range insts {
@@ -564,4 +534,30 @@ func openAPIMetrics(t *testing.T) map[string][]string {
 		t.Fatal("api/openapi.yaml, GET /metrics: no series listed (lines starting with \"- `\")")
 	}
 	return out
+}
+
+// startProxiedPair starts sidecars a and b of the Lease (or shards) "dash"
+// in ns with env, each with a forwarding proxy to upstream on a port of its
+// own, and calls first with a before b starts. It returns them and their
+// proxies' URLs.
+func startProxiedPair(t *testing.T, ns, upstream string, first func(a *fleet.Instance), env ...string) ([]*fleet.Instance, []string) {
+	t.Helper()
+	var insts []*fleet.Instance
+	var proxies []string
+	for _, name := range []string{"a", "b"} {
+		port, err := kubetest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		f := fleetConfig(t, ns, "dash", nil)
+		f.Env = append(slices.Clone(env),
+			"LEASEHOLD_PROXY_ADDR="+addr, "LEASEHOLD_PROXY_UPSTREAM="+upstream, "LEASEHOLD_ADVERTISE_ADDRESS="+addr)
+		insts = append(insts, start(t, f, name))
+		proxies = append(proxies, "http://"+addr+"/")
+		if name == "a" {
+			first(insts[0])
+		}
+	}
+	return insts, proxies
 }

@@ -1,20 +1,18 @@
 package e2e
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fence"
+	"github.com/leasehold/leasehold/internal/testing/proxyload"
 )
 
 // handoversPerMode is how many times TestProxyHandoversUnderLoad SIGTERMs
@@ -97,16 +95,6 @@ func logWindows(t *testing.T, where string, windows []time.Duration) {
 // slot is one place of the fleet: the proxied sidecar that holds it now.
 type slot struct{ current atomic.Pointer[proxied] }
 
-// answered is one request of the load, answered by a proxy or not.
-type answered struct {
-	by         *proxied
-	method     string
-	code       int    // 0: no answer (err)
-	body       string // of a non-200
-	err        error
-	sent, recv time.Time
-}
-
 // proxyHandovers runs n graceful handovers under load (see
 // TestProxyHandoversUnderLoad) and returns what it measured. It fails the
 // trial on a 502, a request a staying sidecar's proxy left unanswered, an
@@ -134,53 +122,11 @@ func (e *env) proxyHandovers(n int) (tally handoverTally) {
 	token := st.FencingToken
 	held := map[*proxied][]fence.Token{leader: {token}}
 
-	var (
-		mu      sync.Mutex
-		answers []answered
-		load    sync.WaitGroup
-	)
-	ctx, stopLoad := context.WithCancel(e.ctx)
-	transport := &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
-	for i, s := range slots {
-		load.Go(func() {
-			for k := 0; ctx.Err() == nil; k++ {
-				p := s.current.Load()
-				method, body := http.MethodGet, io.Reader(nil)
-				if k%2 == 1 {
-					method, body = http.MethodPost, strings.NewReader(fmt.Sprintf("write %d of client %d", k, i))
-				}
-				req, err := http.NewRequestWithContext(ctx, method, "http://"+p.proxy+"/work", body)
-				if err != nil {
-					panic(err) // a fixed, valid URL
-				}
-				a := answered{by: p, method: method, sent: time.Now()}
-				res, err := client.Do(req)
-				if err == nil {
-					b, _ := io.ReadAll(res.Body)
-					_ = res.Body.Close()
-					if a.code = res.StatusCode; a.code != http.StatusOK {
-						a.body = string(b)
-					}
-				}
-				a.err, a.recv = err, time.Now()
-				if ctx.Err() != nil {
-					return
-				}
-				mu.Lock()
-				answers = append(answers, a)
-				mu.Unlock()
-				if err != nil {
-					time.Sleep(time.Millisecond) // a proxy that is gone: do not spin
-				}
-			}
-		})
-	}
-	defer func() {
-		stopLoad()
-		load.Wait()
-	}()
+	load := proxyload.Start(e.ctx, len(slots), func(client int) proxyload.Target[*proxied] {
+		p := slots[client].current.Load()
+		return proxyload.Target[*proxied]{Addr: p.proxy, Via: p}
+	})
+	defer load.Stop()
 
 	// Handover k runs from struckAt[k] (the SIGTERM) until settledAt[k]:
 	// the old leader has exited, a new sidecar has taken its place, and
@@ -209,29 +155,26 @@ func (e *env) proxyHandovers(n int) (tally handoverTally) {
 		e.awaitLeaderAddress(running(), leader.proxy, time.Now())
 		settledAt = append(settledAt, time.Now())
 	}
-	stopLoad()
-	load.Wait()
+	answers := load.Stop()
 
 	// Every answer a proxy gave, and what the clients saw without one.
 	codes := map[int]int{}
 	var refused, cut int // no answer: refused at connect (a proxy gone), or cut after sending
-	mu.Lock()
-	defer mu.Unlock()
 	for _, a := range answers {
 		switch {
-		case a.err != nil && isDialError(a.err):
+		case a.Err != nil && isDialError(a.Err):
 			refused++
-		case a.err != nil:
+		case a.Err != nil:
 			cut++
-			if slices.Contains(leaving, a.by) {
-				t.Logf("%s %s to the SIGTERMed %s's own proxy: no answer: %v", clock(a.sent), a.method, a.by.Name, a.err)
+			if slices.Contains(leaving, a.Via) {
+				t.Logf("%s %s to the SIGTERMed %s's own proxy: no answer: %v", clock(a.Sent), a.Method, a.Via.Name, a.Err)
 			} else {
-				t.Errorf("%s %s to %s's proxy, which was not stopped: no answer: %v", clock(a.sent), a.method, a.by.Name, a.err)
+				t.Errorf("%s %s to %s's proxy, which was not stopped: no answer: %v", clock(a.Sent), a.Method, a.Via.Name, a.Err)
 			}
 		default:
-			codes[a.code]++
-			if a.code != http.StatusOK && a.code != http.StatusServiceUnavailable {
-				t.Errorf("%s %s to %s's proxy answered %d: %s", clock(a.sent), a.method, a.by.Name, a.code, a.body)
+			codes[a.Code]++
+			if a.Code != http.StatusOK && a.Code != http.StatusServiceUnavailable {
+				t.Errorf("%s %s to %s's proxy answered %d: %s", clock(a.Sent), a.Method, a.Via.Name, a.Code, a.Body)
 			}
 		}
 	}
@@ -255,23 +198,23 @@ func (e *env) proxyHandovers(n int) (tally handoverTally) {
 		}
 		var window [2]struct{ first, last time.Time } // followers, leaving
 		for _, a := range answers {
-			if a.code != http.StatusServiceUnavailable || a.recv.Before(from) || !a.recv.Before(to) {
+			if a.Code != http.StatusServiceUnavailable || a.Received.Before(from) || !a.Received.Before(to) {
 				continue
 			}
-			if a.sent.After(settledAt[k]) {
+			if a.Sent.After(settledAt[k]) {
 				tally.between++
-				t.Logf("%s %s to %s's proxy, between handovers: 503 %s", clock(a.sent), a.method, a.by.Name, strings.TrimSpace(a.body))
+				t.Logf("%s %s to %s's proxy, between handovers: 503 %s", clock(a.Sent), a.Method, a.Via.Name, strings.TrimSpace(a.Body))
 				continue
 			}
 			w := &window[0]
-			if a.by == leaving[k] {
+			if a.Via == leaving[k] {
 				w = &window[1]
 			}
-			if w.first.IsZero() || a.sent.Before(w.first) {
-				w.first = a.sent
+			if w.first.IsZero() || a.Sent.Before(w.first) {
+				w.first = a.Sent
 			}
-			if a.recv.After(w.last) {
-				w.last = a.recv
+			if a.Received.After(w.last) {
+				w.last = a.Received
 			}
 		}
 		f, l := window[0].last.Sub(window[0].first), window[1].last.Sub(window[1].first)
