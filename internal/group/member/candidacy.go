@@ -32,7 +32,7 @@ func (m *Machine) plan(now time.Time) {
 			m.handedAt = now
 		}
 		var ok bool
-		if want, m.planWake, ok = balanced(m.cfg.Identity, now, m.members, m.classes, m.states, m.cfg.Settle, m.handedAt); !ok {
+		if want, m.planWake, ok = balanced(m.cfg.Identity, now, m.members, m.classes, m.states, m.cfg.Settle, m.handedAt, &m.wants); !ok {
 			m.planWake = time.Time{}
 			return // too early to judge: change nothing
 		}

@@ -383,5 +383,5 @@ func planned(self string, now time.Time, members *Members, leases []LeaseState, 
 	for i, s := range leases {
 		names[i] = s.Name
 	}
-	return balanced(self, now, members, classesOf(members, names, naturalOrder(names)), leases, settle, handedAt)
+	return balanced(self, now, members, classesOf(members, names, naturalOrder(names)), leases, settle, handedAt, nil)
 }
