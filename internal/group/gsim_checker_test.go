@@ -57,8 +57,10 @@ import (
 // the group reaches the fair share, that is every live member's view of
 // the membership is exactly the live members, every Lease has a valid term
 // held by a live member, and each member holds ⌊L/M⌋ or ⌈L/M⌉ of them.
-// From then until the end of the history no Lease starts a new term (no
-// move, no flapping) and every converged term stays valid.
+// From then until the end of the history, three lease durations later
+// (gsim.settled: meanwhile every member renews its member Lease nine times
+// and every holder its Leases at least ten times), no Lease starts a new term
+// (no move, no flapping) and every converged term stays valid.
 //
 // Observers are not members: they hold nothing, and no member's view may
 // count them. At the end of the history every live node, member or
