@@ -35,6 +35,10 @@ import (
 //   - no term resumes after its validity ran out, no token is reused, and
 //     the tokens a node reports for a Lease never go backwards;
 //   - a release lands only on its releaser's record (gsim.sendLease);
+//   - no Machine takes an answer for a rollback of etcd's revisions
+//     (gsimRollbackLog, judged in gsim.step): the store never goes back,
+//     so that is always an answer misread (an absence served before a
+//     version the watch had shown, taken as the latest);
 //   - a handover is dated right: the send time a node's membership gives
 //     for the witness of a handover to it (membership.sentAt, the
 //     Machine's Observed.WitnessSentAt) is a write of its own member Lease,
