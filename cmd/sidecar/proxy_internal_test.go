@@ -34,44 +34,17 @@ func TestFollowTermsClosesWhenTheTermEnds(t *testing.T) {
 	}
 	pub := elect.NewPublisher(term(5, t0.Add(2*time.Second)))
 
-	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		upgrade.Echo(brw, "echo", r.Header.Get(proxy.HeaderFencingToken)+": ")
-	}))
-	defer app.Close()
-	p, err := proxy.New(proxy.Config{
-		Upstream: app.Listener.Addr().String(), Lease: "ns/app", Clock: clk,
-		View: func(now time.Time) proxy.View { return viewOf(pub.Load(), now) },
+	cfg := proxy.Config{Lease: "ns/app", Clock: clk, View: func(now time.Time) proxy.View { return viewOf(pub.Load(), now) }}
+	addr := startEchoProxy(t, cfg, proxy.HeaderFencingToken, func(ctx context.Context, p *proxy.Proxy) error {
+		return followTerms(ctx, pub.Load, clk, p)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(p)
-	defer func() {
-		srv.Close()
-		p.CloseIdleConnections()
-	}()
-
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- followTerms(ctx, pub.Load, clk, p) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("followTerms: %v", err)
-		}
-	}()
 	// awaitTimer waits until followTerms has checked and set its timer.
 	awaitTimer := func(what string) {
 		t.Helper()
 		await(t, "followTerms's timer set ("+what+")", clk.HasWaiters)
 	}
 
-	first := upgradeEcho(t, srv.Listener.Addr().String())
+	first := upgradeEcho(t, addr)
 	first.roundTrip(t, "5: ", "hello")
 	awaitTimer("start")
 
@@ -89,7 +62,7 @@ func TestFollowTermsClosesWhenTheTermEnds(t *testing.T) {
 
 	// A later term, ended by a published step-down.
 	pub.Publish(term(6, t0.Add(20*time.Second)))
-	second := upgradeEcho(t, srv.Listener.Addr().String())
+	second := upgradeEcho(t, addr)
 	second.roundTrip(t, "6: ", "hello")
 	stepDown := term(6, time.Time{})
 	stepDown.Leading = false
@@ -110,41 +83,17 @@ func TestFollowEveryTermFollowsEachLease(t *testing.T) {
 		return elect.Snapshot{Namespace: "ns", Lease: lease, Leading: leading, Holder: "me", Term: 1, Token: 5, ValidUntil: t0.Add(time.Hour)}
 	}
 	pubs := map[string]*elect.Publisher{"a": elect.NewPublisher(term("a", true)), "b": elect.NewPublisher(term("b", true))}
-	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		upgrade.Echo(brw, "echo", r.Header.Get(proxy.HeaderLease)+": ")
-	}))
-	defer app.Close()
 	var leases []proxy.Lease
 	var snapshots []func() *elect.Snapshot
 	for _, name := range []string{"a", "b"} {
 		leases = append(leases, proxy.Lease{Name: "ns/" + name, View: viewFunc(pubs[name].Load)})
 		snapshots = append(snapshots, pubs[name].Load)
 	}
-	p, err := proxy.New(proxy.Config{Upstream: app.Listener.Addr().String(), Leases: leases, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(p)
-	defer func() {
-		srv.Close()
-		p.CloseIdleConnections()
-	}()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- followEveryTerm(ctx, snapshots, clk, p) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("followEveryTerm: %v", err)
-		}
-	}()
+	addr := startEchoProxy(t, proxy.Config{Leases: leases, Clock: clk}, proxy.HeaderLease, func(ctx context.Context, p *proxy.Proxy) error {
+		return followEveryTerm(ctx, snapshots, clk, p)
+	})
 
-	onA, onB := upgradeEchoFor(t, srv.Listener.Addr().String(), "a"), upgradeEchoFor(t, srv.Listener.Addr().String(), "b")
+	onA, onB := upgradeEchoFor(t, addr, "a"), upgradeEchoFor(t, addr, "b")
 	onA.roundTrip(t, "a: ", "hello")
 	onB.roundTrip(t, "b: ", "hello")
 	pubs["b"].Publish(term("b", false))
@@ -156,6 +105,44 @@ func TestFollowEveryTermFollowsEachLease(t *testing.T) {
 	if err := onA.closedWithin(bound); err != nil {
 		t.Errorf("a's connection, after a's step-down: %v", err)
 	}
+}
+
+// startEchoProxy starts an app that echoes on upgraded connections, each
+// line prefixed with the request's header header and ": ", a proxy of cfg
+// in front of it (cfg.Upstream is the app), and follow(ctx, proxy) until
+// the test ends (its error fails the test); it returns the proxy's
+// address.
+func startEchoProxy(t *testing.T, cfg proxy.Config, header string, follow func(context.Context, *proxy.Proxy) error) string {
+	t.Helper()
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		upgrade.Echo(brw, "echo", r.Header.Get(header)+": ")
+	}))
+	t.Cleanup(app.Close)
+	cfg.Upstream = app.Listener.Addr().String()
+	p, err := proxy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- follow(ctx, p) }()
+	t.Cleanup(func() { // cleanups run last first: the follower ends before the servers close
+		srv.Close()
+		p.CloseIdleConnections()
+	})
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("following the terms: %v", err)
+		}
+	})
+	return srv.Listener.Addr().String()
 }
 
 // echoConn is an upgraded connection to the echo app.

@@ -35,6 +35,10 @@ import (
 //   - no term resumes after its validity ran out, no token is reused, and
 //     the tokens a node reports for a Lease never go backwards;
 //   - a release lands only on its releaser's record (gsim.sendLease);
+//   - no Machine takes an answer for a rollback of etcd's revisions
+//     (gsimRollbackLog, judged in gsim.step): the store never goes back,
+//     so that is always an answer misread (an absence served before a
+//     version the watch had shown, taken as the latest);
 //   - a handover is dated right: the send time a node's membership gives
 //     for the witness of a handover to it (membership.sentAt, the
 //     Machine's Observed.WitnessSentAt) is a write of its own member Lease,
@@ -57,8 +61,10 @@ import (
 // the group reaches the fair share, that is every live member's view of
 // the membership is exactly the live members, every Lease has a valid term
 // held by a live member, and each member holds ⌊L/M⌋ or ⌈L/M⌉ of them.
-// From then until the end of the history no Lease starts a new term (no
-// move, no flapping) and every converged term stays valid.
+// From then until the end of the history, three lease durations later
+// (gsim.settled: meanwhile every member renews its member Lease nine times
+// and every holder its Leases at least ten times), no Lease starts a new term
+// (no move, no flapping) and every converged term stays valid.
 //
 // Observers are not members: they hold nothing, and no member's view may
 // count them. At the end of the history every live node, member or
@@ -183,7 +189,7 @@ func (c *gchecker) report(n *gnode, i int, r decide.Report) {
 	if r.Token <= c.maxToken[i] {
 		c.fail("%s's new term of %s has token %d, not above the earlier %d", n.name, lease, r.Token, c.maxToken[i])
 	}
-	v, ok := c.s.store.versions[int64(r.Token)]
+	v, ok := c.s.store.versions.at(int64(r.Token))
 	handover, witnessed := c.handedTo(n.name, r.Token)
 	handed := ok && v.writer != n.name && handover && witnessed // its heir can date only its own write
 	if !ok || v.name != lease || v.holder != n.name || (v.writer != n.name && !handed) {
@@ -225,7 +231,7 @@ func (c *gchecker) holdersToken(n *gnode, i int, r decide.Report) {
 		return
 	}
 	handover, _ := c.handedTo(r.Holder, r.Token)
-	if v, ok := c.s.store.versions[int64(r.Token)]; !ok || v.name != c.s.leases[i] || (v.writer != r.Holder && !handover) || v.holder != r.Holder || !v.acquiring {
+	if v, ok := c.s.store.versions.at(int64(r.Token)); !ok || v.name != c.s.leases[i] || (v.writer != r.Holder && !handover) || v.holder != r.Holder || !v.acquiring {
 		c.fail("%s reports token %d for %s's holder %s, which is not the resourceVersion of an acquiring write of it by %s, nor of a handover to it (%+v)",
 			n.name, r.Token, c.s.leases[i], r.Holder, r.Holder, v)
 	}
@@ -242,17 +248,17 @@ func (c *gchecker) holdersToken(n *gnode, i int, r decide.Report) {
 // write, whose token the others report.
 func (c *gchecker) handedTo(to string, token fence.Token) (handover, witnessed bool) {
 	st := c.s.store
-	v, ok := st.versions[int64(token)]
+	v, ok := st.versions.at(int64(token))
 	if !ok || v.witness == "" || v.holder != to {
 		return false, false
 	}
 	w, err := strconv.ParseInt(v.witness, 10, 64)
-	wv, ok := st.versions[w]
+	wv, ok := st.versions.at(w)
 	if err != nil || !ok || w >= int64(token) || wv.name != member.LeaseName(gsimGroup, to) || wv.holder != to {
 		return false, false
 	}
-	for rev := int64(token) - 1; rev > 0; rev-- {
-		if prev, ok := st.versions[rev]; ok && prev.name == v.name {
+	for rev := int64(token) - 1; rev >= gstoreFirst; rev-- {
+		if prev, ok := st.versions.at(rev); ok && prev.name == v.name {
 			return prev.holder == v.writer, prev.holder == v.writer && wv.writer == to
 		}
 	}
@@ -268,7 +274,7 @@ func (c *gchecker) memberSent(rv string, at time.Duration) { c.sent[rv] = at }
 func (c *gchecker) dated(n *gnode, witness string, sentAt time.Time) {
 	v, err := strconv.ParseInt(witness, 10, 64)
 	at, ok := c.sent[witness]
-	switch w := c.s.store.versions[v]; {
+	switch w, _ := c.s.store.versions.at(v); {
 	case err != nil || !ok || w.writer != n.name || w.name != member.LeaseName(gsimGroup, n.name):
 		c.fail("%s dates the witness %s of a handover to it, which is not a write of its member Lease by it (%+v)", n.name, witness, w)
 	case sentAt.After(n.clock.at(at)):

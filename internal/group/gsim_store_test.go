@@ -26,7 +26,7 @@ import (
 type gstore struct {
 	rev      int64
 	objects  map[string]*coordinationv1.Lease
-	versions map[int64]gversion
+	versions gversions
 	// committed is told of every commit, in commit order: the object as
 	// committed, or nil and the last object for a deletion.
 	committed func(name, rv string, l, gone *coordinationv1.Lease)
@@ -46,10 +46,35 @@ type gversion struct {
 	at                   time.Duration
 }
 
+// gversions are the committed versions by revision, from gstoreFirst on;
+// a revision that no version of the model has (other objects' writes)
+// holds the zero gversion, whose name is empty.
+type gversions []gversion
+
+// gstoreFirst is the store's first revision.
+const gstoreFirst = 1001
+
+// at is the version committed at revision rev, if any.
+func (vs gversions) at(rev int64) (gversion, bool) {
+	if rev < gstoreFirst || rev-gstoreFirst >= int64(len(vs)) {
+		return gversion{}, false
+	}
+	v := vs[rev-gstoreFirst]
+	return v, v.name != ""
+}
+
+// commit keeps v as the version of revision rev, the newest.
+func (st *gstore) commit(rev int64, v gversion) {
+	for int64(len(st.versions)) < rev-gstoreFirst {
+		st.versions = append(st.versions, gversion{})
+	}
+	st.versions = append(st.versions, v)
+}
+
 var gsimLeases = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 
 func newGStore() *gstore {
-	return &gstore{rev: 1000, objects: map[string]*coordinationv1.Lease{}, versions: map[int64]gversion{}}
+	return &gstore{rev: gstoreFirst - 1, objects: map[string]*coordinationv1.Lease{}}
 }
 
 func (st *gstore) get(name string) (*coordinationv1.Lease, error) {
@@ -114,7 +139,7 @@ func (st *gstore) removeIf(writer, name, uid, rv string) error {
 	}
 	st.rev++
 	delete(st.objects, name)
-	st.versions[st.rev] = gversion{name: name, writer: writer, at: st.now()}
+	st.commit(st.rev, gversion{name: name, writer: writer, at: st.now()})
 	st.committed(name, strconv.FormatInt(st.rev, 10), nil, cur)
 	return nil
 }
@@ -149,7 +174,7 @@ func (st *gstore) put(writer string, l *coordinationv1.Lease) *coordinationv1.Le
 	l.Namespace = "ns"
 	st.objects[l.Name] = l
 	a, r := l.Spec.AcquireTime, l.Spec.RenewTime
-	st.versions[st.rev] = gversion{name: l.Name, writer: writer, holder: gsimHolder(l), acquiring: a != nil && r != nil && a.Equal(r), witness: handedWitness(l), at: st.now()}
+	st.commit(st.rev, gversion{name: l.Name, writer: writer, holder: gsimHolder(l), acquiring: a != nil && r != nil && a.Equal(r), witness: handedWitness(l), at: st.now()})
 	st.committed(l.Name, l.ResourceVersion, l, nil)
 	return l
 }

@@ -52,7 +52,9 @@ import (
 // hands each Lease to its heir, in one write when the leaver's view has a
 // version of the heir's member Lease, the witness; else in a release
 // signed for the heir), and in a quarter every member campaigns for every
-// Lease (greedy, Config.Balance false). A quiet, healthy tail follows. A
+// Lease (greedy, Config.Balance false). A quiet, healthy tail follows: it
+// must converge within the checker's bound, and the history ends three
+// lease durations after it has (a Lease that moves then is flapping). A
 // clean scale-up starts one node, lets it take every Lease, then starts k
 // more within a quarter of the settle time, on a healthy network. The
 // checker (gchecker) judges every step.
@@ -87,7 +89,9 @@ type gsim struct {
 	base   time.Time
 	now    time.Duration // real time since base
 	seq    uint64
-	events []gevent // pending: a heap (at, next)
+	queue  []gkey   // the pending events: a heap by (at, seq)
+	events []gevent // the pending events' payloads, by gkey.slot
+	free   []int32  // slots of events no longer pending
 
 	store   *gstore
 	leases  []string
@@ -115,7 +119,7 @@ type gsim struct {
 	// be collected.
 	memberWrites map[string]time.Duration
 
-	end     time.Duration // the history ends here (set once the tail is judged)
+	end     time.Duration // the history ends here (set once the tail has converged: settled)
 	check   *gchecker
 	steps   int
 	tracing bool
@@ -128,6 +132,11 @@ const (
 	gsimMaxSteps  = 3_000_000
 	gsimMaxEvents = 4 * gsimMaxSteps
 )
+
+// gsimRollbackLog begins the line a Machine logs when it takes an answer
+// as a rollback of etcd's revisions: the simulated store never goes back,
+// so in a group history that line is a false alarm.
+const gsimRollbackLog = "the Lease went back to a version older than one already seen"
 
 // gsimGroup is the simulated group's name.
 const gsimGroup = "g"
@@ -298,10 +307,42 @@ func (c gclock) when(l time.Time) time.Duration {
 	return t
 }
 
+// gevent is one event: do, at real time at. A delivery to a node (n not
+// nil) runs do on n (gsim.in), or, when core is not nil, steps n's core
+// with it (gsim.inCore); and only while *gen still reads g and, when open
+// is not nil, *open holds: a timer or a watch stream of n not replaced or
+// broken meanwhile.
 type gevent struct {
-	at  time.Duration
-	seq uint64
-	do  func()
+	at   time.Duration
+	do   func()
+	core member.Input
+	n    *gnode
+	gen  *uint64
+	g    uint64
+	open *bool
+}
+
+// gkey orders one pending event: by time, then by when it was queued.
+// The queue moves keys, not the events' payloads.
+type gkey struct {
+	at   time.Duration
+	seq  uint64
+	slot int32
+}
+
+func (k gkey) before(l gkey) bool { return k.at < l.at || (k.at == l.at && k.seq < l.seq) }
+
+// fire runs e.
+func (s *gsim) fire(e *gevent) {
+	switch {
+	case e.n == nil:
+		e.do()
+	case *e.gen != e.g || (e.open != nil && !*e.open):
+	case e.core != nil:
+		s.inCore(e.n, e.core)
+	default:
+		s.in(e.n, e.do)
+	}
 }
 
 func newGSim(seed uint64) *gsim {
@@ -438,16 +479,16 @@ func (s *gsim) run() error {
 		}
 	}
 	s.at(s.p.faults, s.judge)
-	for events := 0; len(s.events) > 0 && s.check.err == nil; events++ {
-		if s.events[0].at > s.end {
+	for events := 0; len(s.queue) > 0 && s.check.err == nil; events++ {
+		if s.queue[0].at > s.end {
 			break
 		}
 		e := s.next()
 		s.now = e.at
-		e.do()
+		s.fire(&e)
 		s.check.tail()
-		if s.tailDone && s.end == math.MaxInt64 && s.check.converged >= 0 {
-			s.end = s.now + 3*s.p.timing.LeaseDuration // converged again after the tail's decline: see that nothing moves
+		if s.end == math.MaxInt64 && s.check.converged >= 0 {
+			s.settled()
 		}
 		if s.steps > gsimMaxSteps {
 			s.check.fail("more than %d steps: something spins", gsimMaxSteps)
@@ -462,22 +503,29 @@ func (s *gsim) run() error {
 	return s.check.err
 }
 
-// judge judges convergence once the quiet tail has lasted the bound (a
-// disturbance late in the history, such as a restart, moves that), and
-// then lets the history run a while longer, to see that nothing moves.
-// With declines, a member then declines a Lease (tailDecline): the group
-// must converge again within the bound after the stay-out has ended, and
-// the history ends a while after it has (run), to see that nothing moves.
+// judge fails the history unless its quiet tail has converged within the
+// bound after the last disturbance (a disturbance late in the history,
+// such as a restart, moves that); once it has converged, run ends the
+// history (settled) and judge has nothing left to judge.
 func (s *gsim) judge() {
-	if due := s.check.quietFrom + s.check.bound(); s.now < due {
+	switch due := s.check.quietFrom + s.check.bound(); {
+	case s.end != math.MaxInt64:
+	case s.now < due:
 		s.at(due, s.judge)
-		return
+	default:
+		s.check.judge()
 	}
-	s.check.judge()
-	if s.p.declines && !s.tailDone && s.check.err == nil {
+}
+
+// settled is run's, when the quiet tail has just converged: the history
+// ends three lease durations later, to see that nothing moves. With
+// declines, a member first declines a Lease (tailDecline), once: the group
+// must converge again within the bound after the stay-out has ended
+// (judge), and the history ends three lease durations after it has.
+func (s *gsim) settled() {
+	if s.p.declines && !s.tailDone {
 		s.tailDone = true
 		if s.tailDecline() {
-			s.at(s.now, s.judge)
 			return
 		}
 	}
@@ -700,6 +748,9 @@ func (s *gsim) step(n *gnode, e *gelection, input decide.Input) {
 		case "handed the Lease over":
 			s.handovers++
 		}
+		if strings.HasPrefix(l.Msg, gsimRollbackLog) {
+			s.check.fail("%s/%s: reports that the Lease went back to an older version, which no store of this history does (%v)", n.name, s.leases[e.i], l.Args)
+		}
 	}
 	if s.tracing {
 		s.tracef("%s/%d ← %s → %s", n.name, e.i, gsimInput(input), gsimOutput(out))
@@ -749,13 +800,8 @@ func (s *gsim) wake(n *gnode, gen *uint64, wakeAt *time.Duration, now, at time.T
 	}
 	if when != *wakeAt || when <= s.now {
 		*gen++
-		g := *gen
 		*wakeAt = when
-		s.at(when, func() {
-			if *gen == g {
-				s.in(n, tick)
-			}
-		})
+		s.schedule(gevent{at: when, do: tick, n: n, gen: gen, g: *gen})
 	}
 }
 
@@ -807,9 +853,22 @@ func (s *gsim) nextFault(after time.Duration) time.Duration {
 // at schedules do at real time t, not before now; events due at the same
 // time run in the order they were scheduled. The queue is a binary
 // min-heap on (at, seq).
-func (s *gsim) at(t time.Duration, do func()) {
+func (s *gsim) at(t time.Duration, do func()) { s.schedule(gevent{at: t, do: do}) }
+
+// schedule queues e at e.at, not before now, after the events queued
+// before it for that time.
+func (s *gsim) schedule(e gevent) {
 	s.seq++
-	q := append(s.events, gevent{at: max(t, s.now), seq: s.seq, do: do})
+	e.at = max(e.at, s.now)
+	var slot int32
+	if n := len(s.free); n > 0 {
+		slot, s.free = s.free[n-1], s.free[:n-1]
+		s.events[slot] = e
+	} else {
+		slot = int32(len(s.events))
+		s.events = append(s.events, e)
+	}
+	q := append(s.queue, gkey{at: e.at, seq: s.seq, slot: slot})
 	for i := len(q) - 1; i > 0; {
 		up := (i - 1) / 2
 		if !q[i].before(q[up]) {
@@ -818,16 +877,15 @@ func (s *gsim) at(t time.Duration, do func()) {
 		q[i], q[up] = q[up], q[i]
 		i = up
 	}
-	s.events = q
+	s.queue = q
 }
 
 // next takes the earliest event off the queue.
 func (s *gsim) next() gevent {
-	q := s.events
+	q := s.queue
 	first := q[0]
 	last := len(q) - 1
 	q[0] = q[last]
-	q[last] = gevent{}
 	q = q[:last]
 	for i := 0; ; {
 		small, l, r := i, 2*i+1, 2*i+2
@@ -843,11 +901,12 @@ func (s *gsim) next() gevent {
 		q[i], q[small] = q[small], q[i]
 		i = small
 	}
-	s.events = q
-	return first
+	s.queue = q
+	e := s.events[first.slot]
+	s.events[first.slot] = gevent{} // nothing kept alive past its event
+	s.free = append(s.free, first.slot)
+	return e
 }
-
-func (e gevent) before(f gevent) bool { return e.at < f.at || (e.at == f.at && e.seq < f.seq) }
 
 func (s *gsim) tracef(format string, args ...any) {
 	if s.tracing {
@@ -868,6 +927,15 @@ func (s *gsim) in(n *gnode, f func()) {
 	default:
 		f()
 	}
+}
+
+// inCore steps n's core with in, as in runs it.
+func (s *gsim) inCore(n *gnode, in member.Input) {
+	if n.alive && len(n.inbox) == 0 && s.now >= n.pausedUntil {
+		s.coreStep(n, in) // at once: no closure
+		return
+	}
+	s.in(n, func() { s.coreStep(n, in) })
 }
 
 // unpause runs what reached n during its pause, in order, once the pause
@@ -972,8 +1040,8 @@ func (s *gsim) sendLease(n *gnode, e *gelection, req decide.Request) {
 // watches of each node that serves it, or the member watches; and keeps
 // the time of each member Lease's last commit.
 func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
-	if w := s.store.versions[s.store.rev].writer; s.observers[w] {
-		s.check.fail("observer %s wrote %s (resourceVersion %s)", w, name, rv)
+	if v, _ := s.store.versions.at(s.store.rev); s.observers[v.writer] {
+		s.check.fail("observer %s wrote %s (resourceVersion %s)", v.writer, name, rv)
 	}
 	if i, ok := s.index[name]; ok {
 		for _, n := range s.nodes {
@@ -990,7 +1058,7 @@ func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
 			if l != nil {
 				e.watch.sent = rv
 			}
-			s.push(n, &e.watch, func() { s.step(n, e, decide.Observed{Lease: l, ResourceVersion: rv, Follows: follows}) })
+			s.push(n, &e.watch, gevent{do: func() { s.step(n, e, decide.Observed{Lease: l, ResourceVersion: rv, Follows: follows}) }})
 		}
 		return
 	}
@@ -1006,7 +1074,7 @@ func (s *gsim) committed(name, rv string, l, gone *coordinationv1.Lease) {
 	}
 	for _, n := range s.nodes {
 		if n.alive && n.core != nil && n.core.watch.open && s.now >= n.cutOffUntil {
-			s.push(n, &n.core.watch, func() { s.coreStep(n, in) })
+			s.push(n, &n.core.watch, gevent{core: in})
 		}
 	}
 }
@@ -1154,7 +1222,7 @@ func (s *gsim) call(n *gnode, c member.Call) {
 // hand-off.
 func (s *gsim) callDone(n *gnode, e *gelection) {
 	s.at(s.now+s.goroutine(), func() {
-		s.in(n, func() { s.coreStep(n, member.CandidacyDone{Lease: e.local}) })
+		s.inCore(n, member.CandidacyDone{Lease: e.local})
 	})
 }
 
@@ -1474,16 +1542,13 @@ func cmpOr(a, b *coordinationv1.Lease) *coordinationv1.Lease {
 	return b
 }
 
-// push delivers f over a watch stream, after the latency, in order. A
-// cut-off stream misses the event; it breaks when the cut heals.
-func (s *gsim) push(n *gnode, st *gstream, f func()) {
-	gen := st.gen
+// push delivers e (its do or its core input) over a watch stream of n,
+// after the latency, in order. A cut-off stream misses the event; it
+// breaks when the cut heals.
+func (s *gsim) push(n *gnode, st *gstream, e gevent) {
 	st.last = max(st.last, s.now+s.latency())
-	s.at(st.last, func() {
-		if st.gen == gen && st.open {
-			s.in(n, f)
-		}
-	})
+	e.at, e.n, e.gen, e.g, e.open = st.last, n, &st.gen, st.gen, &st.open
+	s.schedule(e)
 }
 
 // openLeaseWatch lists the Lease, then watches it (package elect's

@@ -15,10 +15,12 @@ func (m *Machine) plan(now time.Time) {
 	if m.stopping {
 		return
 	}
-	want := make([]bool, len(m.cfg.Leases))
+	var want []bool
 	switch {
 	case !m.fit:
+		want = make([]bool, len(m.cfg.Leases))
 	case !m.cfg.Balance:
+		want = make([]bool, len(m.cfg.Leases))
 		for i := range want {
 			want[i] = true
 		}
@@ -30,7 +32,7 @@ func (m *Machine) plan(now time.Time) {
 			m.handedAt = now
 		}
 		var ok bool
-		if want, m.planWake, ok = balanced(m.cfg.Identity, now, m.members, m.classes, m.states, m.cfg.Settle, m.handedAt); !ok {
+		if want, m.planWake, ok = balanced(m.cfg.Identity, now, m.members, m.classes, m.states, m.cfg.Settle, m.handedAt, &m.wants); !ok {
 			m.planWake = time.Time{}
 			return // too early to judge: change nothing
 		}

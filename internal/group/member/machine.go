@@ -22,6 +22,8 @@ type Machine struct {
 
 	// Membership.
 	records   map[string]record // by member Lease name
+	live      []record          // view's scratch: the live records (empty between steps)
+	ids       []string          // view's scratch: their identities
 	listed    bool
 	joinedAt  time.Time
 	members   *Members              // as last published
@@ -53,6 +55,7 @@ type Machine struct {
 	inflight []bool // a Call on that election is under way
 	handedAt time.Time
 	planWake time.Time
+	wants    wants // the balanced plan's last candidacy, reused while its inputs stay the same
 	// freeSince[i]: when Lease i became free (or will, at the end of the
 	// claim last seen), for the rank deferral (Deferral).
 	freeSince []time.Time

@@ -137,23 +137,32 @@ func newerRV(a, b string) bool {
 	return err != nil || c > 0
 }
 
-// view is the membership at now as the records have it.
+// view is the membership at now as the records have it. What of it equals
+// the published view's is that view's (Members is immutable): most record
+// changes are a member's renewal, which changes its version only.
 func (m *Machine) view(now time.Time) *Members {
-	n := len(m.records)
-	v := &Members{Listed: m.listed, Info: make(map[string]Info, n), Versions: make(map[string]string, n), Serves: make(map[string]Served, n)}
+	live, ids := m.live[:0], m.ids[:0]
 	for _, r := range m.records {
-		if !r.liveAt(now) {
-			continue
+		if r.liveAt(now) {
+			live, ids = append(live, r), append(ids, r.identity)
 		}
-		if v.Identities == nil { // nil while none is live, as appending leaves it
-			v.Identities = make([]string, 0, n)
-		}
-		v.Identities = append(v.Identities, r.identity)
-		v.Info[r.identity] = r.info
-		v.Versions[r.identity] = r.resourceVersion
-		if r.serves != nil {
-			v.Serves[r.identity] = r.serves
-		}
+	}
+	defer func() { m.live, m.ids = live[:0], ids[:0]; clear(live) }() // no record kept past the view
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	prev := m.members
+	v := &Members{Listed: m.listed}
+	// With one record per live member, and the same members as prev, a map
+	// of prev's equals the one the records give where each entry equals
+	// its record's.
+	same := prev != nil && len(ids) == len(live) && slices.Equal(prev.Identities, ids)
+	if same {
+		v.Identities = prev.Identities
+	} else if len(ids) > 0 { // nil while none is live
+		v.Identities = slices.Clone(ids)
+	}
+	sameInfo, sameServes, versions := same, same, 0
+	for _, r := range live {
 		for lease, until := range r.declined {
 			if now.Before(until) {
 				if v.Declined == nil {
@@ -162,11 +171,50 @@ func (m *Machine) view(now time.Time) *Members {
 				v.Declined[r.identity] = append(v.Declined[r.identity], lease)
 			}
 		}
+		if !same {
+			continue
+		}
+		sameInfo = sameInfo && prev.Info[r.identity] == r.info
+		set, ok := prev.Serves[r.identity]
+		sameServes = sameServes && ok == (r.serves != nil) && (!ok || sameSet(set, r.serves))
+		if prev.Versions[r.identity] != r.resourceVersion {
+			versions++
+		}
 	}
-	slices.Sort(v.Identities)
-	v.Identities = slices.Compact(v.Identities)
 	for _, leases := range v.Declined {
 		slices.Sort(leases)
+	}
+	if sameInfo {
+		v.Info = prev.Info
+	} else {
+		v.Info = make(map[string]Info, len(live))
+		for _, r := range live {
+			v.Info[r.identity] = r.info
+		}
+	}
+	switch {
+	case same && versions == 0:
+		v.Versions = prev.Versions
+	case same:
+		v.Versions = maps.Clone(prev.Versions)
+		for _, r := range live {
+			v.Versions[r.identity] = r.resourceVersion
+		}
+	default:
+		v.Versions = make(map[string]string, len(live))
+		for _, r := range live {
+			v.Versions[r.identity] = r.resourceVersion
+		}
+	}
+	if sameServes {
+		v.Serves = prev.Serves
+	} else {
+		v.Serves = make(map[string]Served, len(live))
+		for _, r := range live {
+			if r.serves != nil {
+				v.Serves[r.identity] = r.serves
+			}
+		}
 	}
 	return v
 }
@@ -182,7 +230,8 @@ func (m *Machine) publish(now time.Time) {
 	m.viewDirty, m.viewUntil = false, m.viewChangesAt(now)
 	v, prev := m.view(now), m.members
 	if prev != nil && prev.Listed == v.Listed && slices.Equal(prev.Identities, v.Identities) && reflect.DeepEqual(prev.Declined, v.Declined) &&
-		maps.Equal(prev.Info, v.Info) && maps.Equal(prev.Versions, v.Versions) && sameServes(prev.Serves, v.Serves) {
+		(sameMap(prev.Info, v.Info) || maps.Equal(prev.Info, v.Info)) && (sameMap(prev.Versions, v.Versions) || maps.Equal(prev.Versions, v.Versions)) &&
+		sameServes(prev.Serves, v.Serves) {
 		return
 	}
 	if prev != nil {
@@ -220,9 +269,18 @@ func (m *Machine) viewChangesAt(now time.Time) time.Time {
 
 // sameServes reports whether a and b give every member the same set
 // (sets are shared between records while a member's annotation stays the
-// same, so equal sets are most often the same map).
+// same, and views share their Serves while no set changes, so equal ones
+// are most often the same map).
 func sameServes(a, b map[string]Served) bool {
-	return maps.EqualFunc(a, b, func(x, y Served) bool {
-		return len(x) == len(y) && (len(x) == 0 || reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() || maps.Equal(x, y))
-	})
+	return sameMap(a, b) || maps.EqualFunc(a, b, sameSet)
+}
+
+// sameSet reports whether x and y hold the same Leases.
+func sameSet(x, y Served) bool {
+	return len(x) == len(y) && (len(x) == 0 || sameMap(x, y) || maps.Equal(x, y))
+}
+
+// sameMap reports whether a and b are the same map, not merely equal ones.
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }

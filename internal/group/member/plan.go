@@ -2,6 +2,7 @@ package member
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -64,8 +65,8 @@ func Assign(v View) []string {
 	// members, which is sorted: index finds it by binary search.
 	n := len(members)
 	index := func(id string) (int, bool) { return slices.BinarySearch(members, id) }
-	counts := make([]int, 3*n)
-	held, quota, count := counts[:n], counts[n:2*n], counts[2*n:]
+	counts := make([]int, 4*n)
+	held, quota, count, byHeld := counts[:n], counts[n:2*n], counts[2*n:3*n], counts[3*n:]
 	for _, h := range v.Holders {
 		if k, ok := index(h); ok {
 			held[k]++
@@ -83,7 +84,8 @@ func Assign(v View) []string {
 		}
 		return 0
 	}
-	byHeld := make([]int, n) // members' indices, by identity: the stable sort keeps that order among equals
+	// byHeld: members' indices, by identity: the stable sort keeps that
+	// order among equals.
 	for k := range byHeld {
 		byHeld[k] = k
 	}
@@ -297,8 +299,9 @@ func holdersOf(self string, now time.Time, leases []LeaseState) (holders []strin
 // HandedTo), and when to plan again at the latest (a holder's claim ends,
 // or membership settles). ok is false while it is too early to judge (the
 // member Leases not yet listed, or a Lease not yet observed): change
-// nothing then.
-func balanced(self string, now time.Time, members *Members, cs []class, leases []LeaseState, settle time.Duration, handedAt time.Time) (want []bool, wake time.Time, ok bool) {
+// nothing then. last, when not nil, is the plan's previous candidacy
+// (wants), reused and updated.
+func balanced(self string, now time.Time, members *Members, cs []class, leases []LeaseState, settle time.Duration, handedAt time.Time, last *wants) (want []bool, wake time.Time, ok bool) {
 	if members == nil || !members.Listed {
 		return nil, time.Time{}, false
 	}
@@ -321,13 +324,47 @@ func balanced(self string, now time.Time, members *Members, cs []class, leases [
 	if !settled && settledAt.Before(wake) {
 		wake = settledAt
 	}
-	want = make([]bool, len(leases))
+	return last.of(self, members, cs, leases, holders, settled), wake, true
+}
+
+// wants is the candidacy balanced last wanted, with what it was computed
+// from: the classes, the stay-outs, the holders and whether membership was
+// settled. Candidacy of every class is a function of these alone, so a
+// plan over the same ones reuses it (most steps follow a member's renewal
+// or a holder's, which change none of them). The zero wants holds none.
+type wants struct {
+	classes  []class
+	declined map[string][]string
+	holders  []string
+	settled  bool
+	want     []bool // read only: shared by the plans that reuse it
+}
+
+// of is Candidacy of every class of cs, by index into leases: the last
+// one when computed from the same classes, stay-outs, holders and
+// settledness. last may be nil: computed afresh. The result is read only.
+func (last *wants) of(self string, members *Members, cs []class, leases []LeaseState, holders []string, settled bool) []bool {
+	if last != nil && last.want != nil && last.settled == settled && sameClasses(last.classes, cs) &&
+		slices.Equal(last.holders, holders) && maps.EqualFunc(last.declined, members.Declined, slices.Equal) {
+		return last.want
+	}
+	want := make([]bool, len(leases))
 	for _, c := range cs {
 		for j, w := range Candidacy(viewOf(self, members, leases, holders, c, false), settled) {
 			want[c.leases[j]] = w
 		}
 	}
-	return want, wake, true
+	if last != nil {
+		*last = wants{classes: cs, declined: members.Declined, holders: holders, settled: settled, want: want}
+	}
+	return want
+}
+
+// sameClasses reports whether a and b are the same classes: the classes
+// of a view are computed once (Machine.publish) and never changed, so the
+// same slice is the same classes.
+func sameClasses(a, b []class) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // HandedTo reports whether a Lease is handed to self now (reserved for it,

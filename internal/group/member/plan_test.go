@@ -383,5 +383,59 @@ func planned(self string, now time.Time, members *Members, leases []LeaseState, 
 	for i, s := range leases {
 		names[i] = s.Name
 	}
-	return balanced(self, now, members, classesOf(members, names, naturalOrder(names)), leases, settle, handedAt)
+	return balanced(self, now, members, classesOf(members, names, naturalOrder(names)), leases, settle, handedAt, nil)
+}
+
+// The plan's reused candidacy (wants) is always the one computed afresh:
+// over random sequences of views, with members, stay-outs, holders and
+// settledness changing one at a time or not at all, the memoized answer
+// equals balanced's without a memo.
+func TestReusedCandidacyEqualsAFreshOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 1))
+	ids := []string{"a", "b", "c", "d"}
+	names := []string{"orders-0", "orders-1", "orders-2", "orders-3", "orders-4"}
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	var last wants
+	leases := named(make([]LeaseState, len(names)))
+	for i := range leases {
+		leases[i].Observed = true
+	}
+	members := servingAll(&Members{Identities: []string{"a", "b"}, Listed: true, JoinedAt: now}, leases)
+	classes := classesOf(members, names, naturalOrder(names))
+	reused := 0
+	for step := range 5000 {
+		switch rng.IntN(5) {
+		case 0: // membership changes: new classes
+			n := 1 + rng.IntN(len(ids))
+			members = servingAll(&Members{Identities: slices.Clone(ids[:n]), Listed: true, JoinedAt: now}, leases)
+			classes = classesOf(members, names, naturalOrder(names))
+		case 1: // a stay-out starts or ends: a new view, the same classes
+			v := *members
+			v.Declined = nil
+			if rng.IntN(2) == 0 {
+				v.Declined = map[string][]string{ids[rng.IntN(len(ids))]: {names[rng.IntN(len(names))]}}
+			}
+			members = &v
+		case 2: // a holder changes
+			i := rng.IntN(len(leases))
+			leases = slices.Clone(leases)
+			leases[i].Holder, leases[i].FreeAt = "", time.Time{}
+			if rng.IntN(3) != 0 {
+				leases[i].Holder, leases[i].FreeAt = ids[rng.IntN(len(ids))], now.Add(time.Hour)
+			}
+		}
+		settle := time.Duration(rng.IntN(2)) * time.Hour // settled (a member joined now, settle 0) or not
+		before := last.want
+		got, _, ok := balanced("a", now, members, classes, leases, settle, time.Time{}, &last)
+		want, _, _ := balanced("a", now, members, classes, leases, settle, time.Time{}, nil)
+		if !ok || !slices.Equal(got, want) {
+			t.Fatalf("step %d: reused candidacy %v (ok %v); computed afresh %v (members %v, declined %v, holders %+v)", step, got, ok, want, members.Identities, members.Declined, leases)
+		}
+		if before != nil && &got[0] == &before[0] {
+			reused++
+		}
+	}
+	if reused < 1000 {
+		t.Errorf("the candidacy was reused %d times in 5000 plans; the sequence is meant to repeat inputs often", reused)
+	}
 }
