@@ -83,7 +83,7 @@ REDOCLY_BIN     := $(REDOCLY_DIR)/node_modules/.bin/redocly
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout=20m
 
-.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups bench-handover bench-fencing image e2e-soak check-no-leftovers
+.PHONY: demo test unit sim gsim vet kube-bins helm-bin chart-test kube bench bench-footprint bench-overlap bench-groups bench-handover bench-fencing bench-render image e2e-soak check-no-leftovers
 .PHONY: node-bins cni-bin syft-bin image-sboms node node-down node-demo node-e2e FORCE
 .PHONY: promtool-bin redocly-bin redocly-lint
 
@@ -257,38 +257,43 @@ $(IMAGE_DIR)/bin/linux_%/leasehold: FORCE
 	CGO_ENABLED=$(BUILD_CGO_ENABLED) GOOS=linux GOARCH=$* go build $(BUILD_FLAGS) -ldflags '$(BUILD_LDFLAGS)' -o $@ ./cmd/sidecar
 FORCE:
 
-## bench: leasehold vs client-go's LeaderElector on one real apiserver; writes docs/benchmarks.md (about 28 minutes, lease groups and handover included).
+## bench: leasehold vs client-go's LeaderElector on one real apiserver (about 28 minutes, lease groups and handover included); writes every
+## section it measures to docs/benchmarks/<section>.json and renders docs/benchmarks.md from all of them.
 bench: kube-bins
 	cd bench && go run . -out ../docs/benchmarks.md $(BENCH_FLAGS)
 
 ## bench-footprint: only the footprint section of make bench (memory, binary, start-up, CPU; about 5 minutes), against leasehold
-## before this work (FOOTPRINT_REF); replaces only that section of docs/benchmarks.md.
+## before this work (FOOTPRINT_REF); replaces only docs/benchmarks/footprint.json, then renders docs/benchmarks.md.
 FOOTPRINT_REF ?= 3f4e413
 bench-footprint: kube-bins
 	cd bench && go run . -only footprint -footprint-ref $(FOOTPRINT_REF) -footprint-gomemlimit 24MiB -out ../docs/benchmarks.md $(BENCH_FLAGS)
 
 ## bench-overlap: only the overlap trials of make bench (partition and pause, OVERLAP_TRIALS each per implementation, default 10;
-## about 5 minutes), judged by internal/testing/overlap; replaces only that section of docs/benchmarks.md.
+## about 5 minutes), judged by internal/testing/overlap; replaces only docs/benchmarks/overlap.json, then renders docs/benchmarks.md.
 OVERLAP_TRIALS ?= 10
 bench-overlap: kube-bins
 	cd bench && go run . -only overlap -partitions $(OVERLAP_TRIALS) -pauses $(OVERLAP_TRIALS) -out ../docs/benchmarks.md $(BENCH_FLAGS)
 
 ## bench-groups: only the lease-groups section of make bench (64 shards, 1 → 4 members, graceful exit, crash, requests,
 ## one process holding 256 Leases; leasehold side by side with one client-go LeaderElector per Lease; about 8 minutes);
-## replaces only that section of docs/benchmarks.md.
+## replaces only docs/benchmarks/groups.json, then renders docs/benchmarks.md.
 bench-groups: kube-bins
 	cd bench && go run . -only groups -out ../docs/benchmarks.md $(BENCH_FLAGS)
 
 ## bench-handover: only the handover section of make bench (leader address, forwarding proxy, handover to a successor: 20 rolling
 ## updates each of leasehold HANDOVER=successor, leasehold default and client-go; release?to=; the proxy's added latency; 503s and
-## fencing during handovers under load; about 3 minutes); replaces only that section of docs/benchmarks.md.
+## fencing during handovers under load; about 3 minutes); replaces only docs/benchmarks/handover.json, then renders docs/benchmarks.md.
 bench-handover: kube-bins
 	cd bench && go run . -only handover -out ../docs/benchmarks.md $(BENCH_FLAGS)
 
 ## bench-fencing: the fencing policy's cost on the apiserver: p50/p99 of ConfigMap updates with the policy and without,
-## interleaved, one run (about a minute); prints a Markdown table for docs/benchmarks.md.
+## interleaved, one run (about a minute); writes docs/benchmarks/fencing.json, then renders docs/benchmarks.md.
 bench-fencing: kube-bins
-	cd bench && go run ./fencing
+	cd bench && go run ./fencing -out ../docs/benchmarks.md
+
+## bench-render: render docs/benchmarks.md from docs/benchmarks/*.json through bench/benchdoc/benchmarks.md.tmpl, measuring nothing.
+bench-render:
+	cd bench && go run . -render -out ../docs/benchmarks.md
 
 ## help: list the targets and what they do (the default target; from the Makefile's `## target:` comments).
 help:
@@ -426,14 +431,19 @@ node-demo: node helm-bin
 ## node-e2e: the scenarios of test/node on a real single node started for them (make node, then make node-down, also on failure):
 ## helm install, leader-pod deletions, rollouts, the leader label behind a Service, leasehold run, faults, memory, every example
 ## manifest; each logs its figures (FIGURES lines, repeated at the end). NODE_E2E_RUN narrows them (go test -run).
+## With LEASEHOLD_BENCH_JSON=docs/benchmarks, TestMemoryBesideClientGo writes its figures there (node.json) and
+## docs/benchmarks.md is rendered again.
 NODE_E2E_RUN ?= .
+LEASEHOLD_BENCH_JSON ?=
 node-e2e: node-bins cni-bin image helm-bin
 	@set -o pipefail; trap '$(NODE_ENV) hack/node/down.sh' EXIT; \
 	$(NODE_ENV) hack/node/up.sh && \
-	{ LEASEHOLD_NODE_STATE=$(NODE_STATE) LEASEHOLD_NODE_KUBECONFIG=$(NODE_STATE)/etc/admin.kubeconfig go test -count=1 -v -timeout 30m -run '$(NODE_E2E_RUN)' ./test/node \
+	{ LEASEHOLD_NODE_STATE=$(NODE_STATE) LEASEHOLD_NODE_KUBECONFIG=$(NODE_STATE)/etc/admin.kubeconfig LEASEHOLD_BENCH_JSON=$(LEASEHOLD_BENCH_JSON) \
+		go test -count=1 -v -timeout 30m -run '$(NODE_E2E_RUN)' ./test/node \
 		2>&1 | tee $(NODE_STATE)/e2e.log; status=$$?; } && \
 	{ echo; grep -h 'FIGURES' $(NODE_STATE)/e2e.log | sed 's/^ *[a-z_]*\.go:[0-9]*: //'; exit $$status; }
 	@$(MAKE) --no-print-directory check-no-leftovers
+	@if [ -n "$(LEASEHOLD_BENCH_JSON)" ]; then cd bench && go run . -render -out $(abspath $(LEASEHOLD_BENCH_JSON)).md; fi
 
 ## check-no-leftovers: fail if the tests left an etcd or kube-apiserver running, or anything of the single node behind.
 check-no-leftovers:

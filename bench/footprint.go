@@ -649,7 +649,14 @@ func buildAt(ctx context.Context, dir, rev string) (footprintImpl, error) {
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return footprintImpl{}, err
 	}
+	// git archive run in a subdirectory (bench/) archives only that
+	// subdirectory: run it at the repository's top level.
+	top, err := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return footprintImpl{}, fmt.Errorf("git rev-parse --show-toplevel: %w", err)
+	}
 	archive := exec.CommandContext(ctx, "git", "archive", "--format=tar", rev)
+	archive.Dir = strings.TrimSpace(string(top))
 	extract := exec.CommandContext(ctx, "tar", "-x", "-C", src)
 	pipe, err := archive.StdoutPipe()
 	if err != nil {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +30,7 @@ func TestFootprintMarkdown(t *testing.T) {
 	r := newReport(options{statusConns: 64, command: "cd bench && go run . -only footprint"}, nil, httpFigures{}, appFigures{}, fakeFootprint())
 	md := r.markdown("")
 	for _, want := range []string{
-		footprintBegin, footprintEnd,
+		footprintHeading,
 		"| binary, stripped | 29.0 MB | 28.0 MB | 29.0 MB | 1.04× | ≤ 25 MB | **missed**: 29.0 MB, 16% over |",
 		"**missed**: 1 group it does not use; clientset: no",
 		"**missed**: 1.08×, 11.6 MiB over",
@@ -49,53 +47,14 @@ func TestFootprintMarkdown(t *testing.T) {
 	}
 }
 
-// -only footprint replaces its section and keeps the rest of the file; a
-// file without the section gets it appended, and a missing file is created.
-func TestWriteFootprintReplacesOnlyItsSection(t *testing.T) {
-	r := newReport(options{statusConns: 64}, nil, httpFigures{}, appFigures{}, fakeFootprint())
-	path := filepath.Join(t.TempDir(), "benchmarks.md")
-	if err := r.write(path); err != nil {
-		t.Fatal(err)
-	}
-	created, _ := os.ReadFile(path)
-	if !strings.HasPrefix(string(created), docHeader) || strings.Count(string(created), footprintBegin) != 1 {
-		t.Fatalf("created file:\n%s", created)
-	}
-
-	if err := os.WriteFile(path, []byte("# Benchmarks\n\nother sections\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.write(path); err != nil {
-		t.Fatal(err)
-	}
-	appended, _ := os.ReadFile(path)
-	if !strings.HasPrefix(string(appended), "# Benchmarks\n\nother sections\n\n"+footprintBegin) {
-		t.Fatalf("appended file:\n%s", appended)
-	}
-
-	old := "before\n\n" + footprintBegin + "\nold figures\n" + footprintEnd + "\nafter\n"
-	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.write(path); err != nil {
-		t.Fatal(err)
-	}
-	replaced, _ := os.ReadFile(path)
-	doc := string(replaced)
-	if !strings.HasPrefix(doc, "before\n\n"+footprintBegin) || !strings.HasSuffix(doc, footprintEnd+"\nafter\n") ||
-		strings.Contains(doc, "old figures") || strings.Count(doc, footprintBegin) != 1 {
-		t.Fatalf("replaced file:\n%s", doc)
-	}
-}
-
-// A full run's report carries the footprint section after the others, so
-// that -only footprint can later replace it alone.
-func TestFullReportEndsWithTheFootprintSection(t *testing.T) {
-	r := newReport(options{statusConns: 64}, []results{{}, {}}, httpFigures{}, appFigures{}, fakeFootprint())
+// A full run's report carries the footprint section after the election
+// table and the overlap section.
+func TestFullReportHasTheFootprintSectionAfterTheOverlapSection(t *testing.T) {
+	r := newReport(options{statusConns: 64}, fakeOverlapResults(), httpFigures{}, appFigures{}, fakeFootprint())
 	md := r.markdown("")
-	election := strings.Index(md, "| graceful handover")
-	begin, end := strings.Index(md, footprintBegin), strings.Index(md, footprintEnd)
-	if election < 0 || begin < election || end < begin || !strings.HasSuffix(md, footprintEnd+"\n") {
-		t.Errorf("want the election table, then the footprint section last:\n%s", md)
+	election, overlap := strings.Index(md, "| graceful handover"), strings.Index(md, overlapHeading)
+	footprint := strings.Index(md, footprintHeading)
+	if election < 0 || overlap < election || footprint < overlap || !strings.HasSuffix(md, "up to about 9 MiB).\n") {
+		t.Errorf("want the election table, the overlap section, then the footprint section and its notes last:\n%s", md)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -158,7 +157,7 @@ func TestGroupsMarkdown(t *testing.T) {
 	r.groups = fakeGroups()
 	md := r.markdown("")
 	for _, want := range []string{
-		groupsBegin, groupsEnd,
+		groupsHeading,
 		"| 4s (4s–5s) | never, in 2 of 2 (observed 15s after the last start) |  | ≤ 2 × leaseDuration = 30s | met (every trial) |",
 		"| 48 (48–48) | 0 (0–0) |  | exactly 48 | met (every trial) |",
 		"| 1.00 (1.00–1.00) | 4.00 (4.00–4.00) | 4.00× | 1.0 (client-go: expect 4.0) | met (every trial) |",
@@ -175,42 +174,6 @@ func TestGroupsMarkdown(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q:\n%s", want, md)
 		}
-	}
-}
-
-// -only groups replaces its section and keeps the rest of the file, the
-// overlap and footprint sections included; a file without it gets it
-// appended.
-func TestWriteGroupsReplacesOnlyItsSection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "benchmarks.md")
-	ov := newReport(options{only: "overlap", command: "overlap run"}, fakeOverlapResults(), httpFigures{}, appFigures{}, footprintFigures{})
-	if err := ov.write(path); err != nil {
-		t.Fatal(err)
-	}
-	fp := newReport(options{statusConns: 64}, nil, httpFigures{}, appFigures{}, fakeFootprint())
-	if err := fp.write(path); err != nil {
-		t.Fatal(err)
-	}
-	r := newReport(options{command: "first"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
-	r.groups = fakeGroups()
-	if err := r.write(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, append(readFile(t, path), []byte("\nhand-written notes\n")...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r.opts.command = "second"
-	if err := r.write(path); err != nil {
-		t.Fatal(err)
-	}
-	doc := string(readFile(t, path))
-	for _, want := range []string{overlapBegin, overlapEnd, "`overlap run`", footprintBegin, footprintEnd, groupsBegin, groupsEnd, "`second`", "hand-written notes"} {
-		if strings.Count(doc, want) != 1 {
-			t.Errorf("file has %q %d times, want once:\n%s", want, strings.Count(doc, want), doc)
-		}
-	}
-	if strings.Contains(doc, "`first`") || strings.Count(doc, groupsBegin) != 1 {
-		t.Errorf("the groups section was not replaced:\n%s", doc)
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -128,7 +127,7 @@ func TestHandoverMarkdown(t *testing.T) {
 	r.handover = fakeHandover()
 	md := r.markdown("")
 	for _, want := range []string{
-		handoverBegin, handoverEnd,
+		handoverHeading,
 		"| mean 1.00; exactly 1 in 4 of 4 (1–1) | mean 2.00; exactly 1 in 1 of 4 (1–3) | mean 1.75; exactly 1 in 1 of 4 (1–2) | exactly 1 in every rollout (with successor) | met (4 of 4) |",
 		"| 30ms / 50ms / 50ms (n=4); to the newest pod in 4 of 4 |",
 		"| ≤ 50ms p50 | met |",
@@ -175,33 +174,5 @@ func TestHandoverMarkdownMissed(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q:\n%s", want, md)
 		}
-	}
-}
-
-// -only handover replaces its section and keeps the rest of the file.
-func TestWriteHandoverReplacesOnlyItsSection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "benchmarks.md")
-	g := newReport(options{command: "groups run"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
-	g.groups = fakeGroups()
-	if err := g.write(path); err != nil {
-		t.Fatal(err)
-	}
-	r := newReport(options{command: "first"}, nil, httpFigures{}, appFigures{}, footprintFigures{})
-	r.handover = fakeHandover()
-	if err := r.write(path); err != nil {
-		t.Fatal(err)
-	}
-	r.opts.command = "second"
-	if err := r.write(path); err != nil {
-		t.Fatal(err)
-	}
-	doc := string(readFile(t, path))
-	for _, want := range []string{groupsBegin, groupsEnd, "`groups run`", handoverBegin, handoverEnd, "`second`"} {
-		if strings.Count(doc, want) != 1 {
-			t.Errorf("file has %q %d times, want once:\n%s", want, strings.Count(doc, want), doc)
-		}
-	}
-	if strings.Contains(doc, "`first`") || strings.Index(doc, groupsEnd) > strings.Index(doc, handoverBegin) {
-		t.Errorf("the handover section was not replaced, or not after the groups section:\n%s", doc)
 	}
 }

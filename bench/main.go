@@ -40,9 +40,15 @@
 // Overlaps, in those trials and per Lease in the lease groups, are judged
 // by internal/testing/overlap, the fault suite's rule.
 //
-// It prints one table, and with -out also writes it, with the command, the
-// machine and a latency plot, to a Markdown file. With -only it replaces
-// only that section of the file.
+// Each section's figures, summarised, with the command, the date and the
+// machine, are a JSON file of package benchdoc's schema. The run prints
+// the sections it measured as the document renders them; with -out
+// (docs/benchmarks.md) it writes each of their files into the document's
+// data directory (docs/benchmarks/<section>.json), replacing only those
+// (with -only, that one section's), and the latency plot beside the
+// document, then renders the document from every section file there
+// through benchdoc's one template. -render measures nothing and only
+// renders (make bench-render).
 package main
 
 import (
@@ -55,6 +61,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/leasehold/leasehold/bench/benchdoc"
 	"github.com/leasehold/leasehold/internal/testing/fleet"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
 )
@@ -77,8 +84,9 @@ func main() {
 	flag.DurationVar(&opts.appInterval, "app-health-interval", time.Second, "LEASEHOLD_APP_HEALTH_INTERVAL in the app-failure trials")
 	flag.DurationVar(&opts.appTimeout, "app-health-timeout", 500*time.Millisecond, "LEASEHOLD_APP_HEALTH_TIMEOUT in the app-failure trials")
 	flag.IntVar(&opts.appThreshold, "app-health-threshold", 3, "LEASEHOLD_APP_HEALTH_FAILURE_THRESHOLD in the app-failure trials")
-	flag.StringVar(&opts.out, "out", "", "also write the report (Markdown, plus an SVG plot beside it) to this file")
-	flag.StringVar(&opts.only, "only", "", `run only this section: "footprint", "overlap" (the partition and pause trials), "groups" or "handover"; with -out, only that section of the file is replaced`)
+	flag.StringVar(&opts.out, "out", "", "also write each measured section's figures to <out without .md>/<section>.json (and the latency plot beside out), then render out from every section file there")
+	flag.BoolVar(&opts.render, "render", false, "measure nothing: only render -out from its section files")
+	flag.StringVar(&opts.only, "only", "", `run only this section: "footprint", "overlap" (the partition and pause trials), "groups" or "handover"; with -out, only that section's file is replaced`)
 	flag.DurationVar(&opts.footprintWindow, "footprint-window", time.Minute, "footprint: the idle window over which CPU is measured and RSS sampled")
 	flag.IntVar(&opts.footprintRounds, "footprint-rounds", 5, "footprint: rounds of GET /v1/status load (each -status-load long) per implementation")
 	flag.IntVar(&opts.starts, "starts", 20, "footprint: starts of each implementation, timed to /readyz 200")
@@ -120,6 +128,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -groups-trials must be at least 1, and -groups-shards at least -groups-members, at least 1")
 		os.Exit(2)
 	}
+	if opts.render {
+		if opts.out == "" {
+			fmt.Fprintln(os.Stderr, "bench: -render needs -out, the document to render")
+			os.Exit(2)
+		}
+		if err := benchdoc.RenderFile(benchdoc.DataDir(opts.out), opts.out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	opts.command = "cd bench && go run . " + strings.Join(os.Args[1:], " ")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -138,6 +157,7 @@ type options struct {
 	appTrials, appThreshold                   int
 	appInterval, appTimeout                   time.Duration
 	out, command                              string
+	render                                    bool
 	only                                      string
 	footprintWindow                           time.Duration
 	footprintRounds, starts                   int
@@ -193,62 +213,62 @@ func run(ctx context.Context, opts options) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench: leaseDuration %v, renewDeadline %v, retryPeriod %v\n", opts.leaseDuration, opts.renewDeadline, opts.retryPeriod)
 
-	var report *report
+	rep := &report{opts: opts, run: benchdoc.NewRun(opts.command)}
 	impls := []implementation{{"leasehold", leasehold}, {"client-go LeaderElector", baseline}}
-	var footprint footprintFigures
 	if opts.only == "" || opts.only == "footprint" {
-		if footprint, err = footprintRun(ctx, cluster, base, dir, leasehold, baseline, opts); err != nil {
+		if rep.footprint, err = footprintRun(ctx, cluster, base, dir, leasehold, baseline, opts); err != nil {
 			return fmt.Errorf("footprint: %w", err)
 		}
 	}
 	switch opts.only {
-	case "footprint", "groups", "handover":
-		report = newReport(opts, nil, httpFigures{}, appFigures{}, footprint)
 	case "overlap":
-		var all []results
 		for _, impl := range impls {
 			r, err := measureOverlap(ctx, cluster, base, impl, opts)
 			if err != nil {
 				return fmt.Errorf("%s: %w", impl.name, err)
 			}
-			all = append(all, r)
+			rep.results = append(rep.results, r)
 		}
-		report = newReport(opts, all, httpFigures{}, appFigures{}, footprint)
-	default:
-		var all []results
+	case "":
 		for _, impl := range impls {
 			r, err := measure(ctx, cluster, base, impl, opts)
 			if err != nil {
 				return fmt.Errorf("%s: %w", impl.name, err)
 			}
-			all = append(all, r)
+			rep.results = append(rep.results, r)
 		}
 		base.Binary = leasehold
-		httpFigs, err := benchHTTP(ctx, cluster, base, opts.statusConns, opts.watchers, opts.changes, opts.statusLoad)
-		if err != nil {
+		if rep.http, err = benchHTTP(ctx, cluster, base, opts.statusConns, opts.watchers, opts.changes, opts.statusLoad); err != nil {
 			return err
 		}
-		appFigs, err := benchApp(ctx, cluster, base, opts)
-		if err != nil {
+		if rep.app, err = benchApp(ctx, cluster, base, opts); err != nil {
 			return err
 		}
-		report = newReport(opts, all, httpFigs, appFigs, footprint)
+		rep.election = true
 	}
 	if opts.only == "" || opts.only == "groups" {
-		if report.groups, err = benchGroups(ctx, cluster, dir, leasehold, baseline, opts); err != nil {
+		if rep.groups, err = benchGroups(ctx, cluster, dir, leasehold, baseline, opts); err != nil {
 			return fmt.Errorf("groups: %w", err)
 		}
 	}
 	if opts.only == "" || opts.only == "handover" {
-		if report.handover, err = benchHandover(ctx, cluster, dir, leasehold, baseline, opts); err != nil {
+		if rep.handover, err = benchHandover(ctx, cluster, dir, leasehold, baseline, opts); err != nil {
 			return fmt.Errorf("handover: %w", err)
 		}
 	}
-	fmt.Print(report.markdown(""))
+	// The section files first: a figure the template cannot render loses
+	// no measurement.
 	if opts.out != "" {
-		return report.write(opts.out)
+		if err := rep.write(opts.out); err != nil {
+			return err
+		}
 	}
-	return nil
+	md, err := benchdoc.Render(rep.doc(""))
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(md)
+	return err
 }
 
 // footprintRun builds what the footprint section measures besides the two

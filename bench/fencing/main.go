@@ -4,7 +4,9 @@
 // namespace with the policy for its Lease, interleaved one for one with
 // updates of the same ConfigMap in a namespace without a policy, each timed
 // by the client from send to answer. It prints the p50 and p99 of both
-// and their ratios, one run, as a Markdown table (`make bench-fencing`).
+// and their ratios, one run, as docs/benchmarks.md renders them, and with
+// -out writes them to that document's fencing.json (bench/benchdoc) and
+// renders the document again (`make bench-fencing`).
 package main
 
 import (
@@ -13,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/leasehold/leasehold/bench/benchdoc"
 	"github.com/leasehold/leasehold/internal/fence"
 	"github.com/leasehold/leasehold/internal/fencepolicy"
 	"github.com/leasehold/leasehold/internal/testing/kubetest"
@@ -29,18 +31,20 @@ import (
 
 func main() {
 	updates := flag.Int("updates", 2000, "updates timed on each side")
+	out := flag.String("out", "", "also write the figures to <out without .md>/fencing.json, then render out from every section file there")
 	flag.Parse()
 	if *updates < 100 {
 		fmt.Fprintln(os.Stderr, "fencing: -updates must be at least 100 (p99 needs them)")
 		os.Exit(2)
 	}
-	if err := run(*updates); err != nil {
+	command := "cd bench && go run ./fencing " + strings.Join(os.Args[1:], " ")
+	if err := run(*updates, command, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "fencing:", err)
 		os.Exit(1)
 	}
 }
 
-func run(updates int) (err error) {
+func run(updates int, command, out string) (err error) {
 	ctx := context.Background()
 	c, err := kubetest.Start(ctx, kubetest.Options{})
 	if err != nil {
@@ -80,16 +84,29 @@ func run(updates int) (err error) {
 	if _, err := cs.CoreV1().ConfigMaps(fenced).Update(ctx, stale, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "leasehold fencing rule") {
 		return fmt.Errorf("a stale write in the fenced namespace: %v; want refused by the policy", err)
 	}
-	w50, w99 := quantile(with, 0.50), quantile(with, 0.99)
-	o50, o99 := quantile(without, 0.50), quantile(without, 0.99)
-	fmt.Printf("ConfigMap updates, %d each, interleaved one for one, on one kube-apiserver (cd bench && go run ./fencing -updates %d):\n\n", updates, updates)
-	fmt.Println("| | p50 | p99 |")
-	fmt.Println("|---|---|---|")
-	fmt.Printf("| with the fencing policy | %v | %v |\n", w50.Round(time.Microsecond), w99.Round(time.Microsecond))
-	fmt.Printf("| without a policy | %v | %v |\n", o50.Round(time.Microsecond), o99.Round(time.Microsecond))
-	fmt.Printf("| ratio (with / without) | %.2f× | %.2f× |\n", float64(w50)/float64(o50), float64(w99)/float64(o99))
-	return nil
+	f := &benchdoc.Fencing{
+		Run: benchdoc.NewRun(command), Updates: updates,
+		With: benchdoc.NewDist(with, roundMicro), Without: benchdoc.NewDist(without, roundMicro),
+	}
+	if out != "" {
+		dir := benchdoc.DataDir(out)
+		if err := benchdoc.Write(dir, "fencing", f); err != nil {
+			return err
+		}
+		if err := benchdoc.RenderFile(dir, out); err != nil {
+			return err
+		}
+	}
+	md, err := benchdoc.Render(benchdoc.Doc{Fencing: f})
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(md)
+	return err
 }
+
+// roundMicro rounds to the microsecond: updates take milliseconds.
+func roundMicro(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
 
 // token is the token the fenced ConfigMap is written with, and the Lease
 // publishes.
@@ -152,11 +169,4 @@ func configMap(ns string, i int) *corev1.ConfigMap {
 		},
 		Data: map[string]string{"primary": fmt.Sprint(i)},
 	}
-}
-
-// quantile is the q-quantile of ds (nearest rank).
-func quantile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Sorted(slices.Values(ds))
-	i := int(q*float64(len(s))+0.5) - 1
-	return s[max(0, min(i, len(s)-1))]
 }

@@ -116,7 +116,7 @@ func TestMemoryBesideClientGo(t *testing.T) {
 	}
 	spec := &d.Spec.Template.Spec
 	sidecar := spec.InitContainers[0]
-	limit := sidecar.Resources.Limits.Memory().Value()
+	limit, request := sidecar.Resources.Limits.Memory().Value(), sidecar.Resources.Requests.Memory().Value()
 	baselineEnv := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
@@ -152,19 +152,23 @@ func TestMemoryBesideClientGo(t *testing.T) {
 		code, err := get(t.Context(), fmt.Sprintf("http://%s:5041/metrics", pod.Status.PodIP))
 		return code == http.StatusOK, err
 	})
-	time.Sleep(20 * time.Second) // let start-up garbage be collected and the kubelet's stats catch up
-	idle := sampleWorkingSets(t, ns, pod.Name, 5, 4*time.Second)
+	const rest, samples, every = 20 * time.Second, 5, 4 * time.Second
+	time.Sleep(rest) // let start-up garbage be collected and the kubelet's stats catch up
+	idle := sampleWorkingSets(t, ns, pod.Name, samples, every)
 
 	kubectl(t, "-n", ns, "exec", pod.Name, "-c", "watchers", "--", "touch", "/tmp/go")
 	eventually(t, 500*time.Millisecond, time.Minute, "1,000 watchers on leasehold", func() (bool, error) {
 		return metric(t, pod.Status.PodIP, "leasehold_watchers") >= 1000, nil
 	})
-	time.Sleep(20 * time.Second)
-	loaded := sampleWorkingSets(t, ns, pod.Name, 5, 4*time.Second)
-	if p, err := clientset.CoreV1().Pods(ns).Get(t.Context(), pod.Name, metav1.GetOptions{}); err != nil {
+	time.Sleep(rest)
+	loaded := sampleWorkingSets(t, ns, pod.Name, samples, every)
+	p, err := clientset.CoreV1().Pods(ns).Get(t.Context(), pod.Name, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
-	} else if rc := p.Status.InitContainerStatuses[0].RestartCount; rc != 0 {
-		t.Errorf("leasehold restarted %d times (OOM at the chart's limit of %d MiB?)", rc, limit>>20)
+	}
+	restarts := p.Status.InitContainerStatuses[0].RestartCount
+	if restarts != 0 {
+		t.Errorf("leasehold restarted %d times (OOM at the chart's limit of %d MiB?)", restarts, limit>>20)
 	}
 	if loaded["leasehold"] == 0 || idle["leasehold"] == 0 || idle["baseline"] == 0 {
 		t.Fatalf("working sets idle %v, with watchers %v", idle, loaded)
@@ -174,4 +178,8 @@ func TestMemoryBesideClientGo(t *testing.T) {
 	}
 	t.Logf("FIGURES memory (kubelet /stats/summary working set, median of 5 samples): leasehold idle %s, with 1,000 watchers %s (chart limit %s); client-go LeaderElector (bench baseline) idle %s, same pod",
 		mib(idle["leasehold"]), mib(loaded["leasehold"]), mib(uint64(limit)), mib(idle["baseline"]))
+	writeBenchJSON(t, nodeFigures{
+		Samples: samples, Every: every.String(), Rest: rest.String(), Watchers: 1000, Request: request, Limit: limit,
+		Idle: int64(idle["leasehold"]), WithWatchers: int64(loaded["leasehold"]), Baseline: int64(idle["baseline"]), Restarts: restarts,
+	})
 }
